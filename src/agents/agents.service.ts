@@ -1,0 +1,52 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Agent } from '@mastra/core/agent';
+import type { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { DomainError } from '../common/errors';
+import { AgentDefinition } from './agent-definition';
+import { agentDefinitions } from './index';
+import { resolveModel } from './model-factory';
+
+export type RegisteredAgent = { definition: AgentDefinition; agent: Agent; modelId: string };
+
+
+/** The registry of Mastra agents, built once at start-up so a run does no per-agent set-up work. */
+@Injectable()
+export class AgentsService {
+  private readonly log = new Logger(AgentsService.name);
+  private readonly agents = new Map<string, RegisteredAgent>();
+  readonly defaultAgentId: string;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    for (const definition of agentDefinitions) {
+      if (this.agents.has(definition.id)) throw new Error(`Duplicate agent id '${definition.id}'`);
+      const modelId = definition.model ?? config.model.id;
+      const agent = new Agent({
+        id: definition.id,
+        name: definition.name,
+        description: definition.description,
+        instructions: definition.instructions,
+        model: resolveModel(modelId, config.model),
+        tools: definition.tools ?? {},
+      });
+      this.agents.set(definition.id, { definition, agent, modelId });
+    }
+    if (!this.agents.has(config.defaultAgentId)) {
+      throw new Error(
+        `DEFAULT_AGENT_ID '${config.defaultAgentId}' is not a known agent (known: ${[...this.agents.keys()].join(', ')})`,
+      );
+    }
+    this.defaultAgentId = config.defaultAgentId;
+    this.log.log(`agents: ${[...this.agents.values()].map((a) => `${a.definition.id} (${a.modelId})`).join(', ')}`);
+  }
+
+  get(agentId: string = this.defaultAgentId): RegisteredAgent {
+    const found = this.agents.get(agentId);
+    if (!found) throw new DomainError('NOT_FOUND', `Agent '${agentId}' not found`);
+    return found;
+  }
+
+  list(): RegisteredAgent[] {
+    return [...this.agents.values()];
+  }
+}

@@ -1,0 +1,187 @@
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3FinishReason,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3Usage,
+} from '@ai-sdk/provider';
+
+/**
+ * The built-in scripted model (CONTRACT section 8): a real AI SDK provider-spec (v3) model whose
+ * answer is a pure function of the prompt, so the service, its tests and a frontend developer's
+ * setup run offline. Mastra drives it exactly like a remote model.
+ */
+type Part = LanguageModelV3StreamPart;
+/** `delayMs` 0 delivers everything at once; 'tick' yields a macrotask between deltas, as a network does. */
+type Script = { parts: Part[]; delayMs: number | 'tick' };
+
+const USAGE: LanguageModelV3Usage = {
+  inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 0, text: 0, reasoning: 0 },
+};
+const finish = (unified: LanguageModelV3FinishReason['unified']): Part => ({
+  type: 'finish',
+  finishReason: { unified, raw: unified },
+  usage: USAGE,
+});
+
+/** Splits text into word-sized deltas that concatenate back to it exactly. */
+export function wordDeltas(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? (text ? [text] : []);
+}
+
+function textParts(id: string, deltas: string[]): Part[] {
+  return [
+    { type: 'text-start', id },
+    ...deltas.map((delta): Part => ({ type: 'text-delta', id, delta })),
+    { type: 'text-end', id },
+  ];
+}
+
+function lastUserText(prompt: LanguageModelV3Prompt): string {
+  for (let i = prompt.length - 1; i >= 0; i--) {
+    const m = prompt[i];
+    if (m.role === 'user') {
+      return m.content
+        .filter((p) => p.type === 'text')
+        .map((p) => p.text)
+        .join('\n');
+    }
+  }
+  return '';
+}
+
+/** The tool results the prompt ends with: the model's previous step called tools and they answered. */
+function trailingToolResults(prompt: LanguageModelV3Prompt): Array<{ toolName: string; value: unknown }> {
+  const out: Array<{ toolName: string; value: unknown }> = [];
+  for (let i = prompt.length - 1; i >= 0 && prompt[i].role === 'tool'; i--) {
+    const m = prompt[i];
+    if (m.role !== 'tool') break;
+    const results = m.content.flatMap((p) =>
+      p.type === 'tool-result' ? [{ toolName: p.toolName, value: (p.output as { value?: unknown }).value }] : [],
+    );
+    out.unshift(...results);
+  }
+  return out;
+}
+
+let toolCallCounter = 0;
+
+export function planScript(prompt: LanguageModelV3Prompt): Script {
+  const results = trailingToolResults(prompt);
+  if (results.length) {
+    const text = results.map((r) => `Tool ${r.toolName} returned ${JSON.stringify(r.value ?? null)}`).join('\n');
+    return { parts: [...textParts('t', wordDeltas(text)), finish('stop')], delayMs: 'tick' };
+  }
+  const text = lastUserText(prompt).trim();
+  const toolLines = text.split('\n').filter((l) => l.trim().startsWith('/tool '));
+  if (toolLines.length) {
+    const parts: Part[] = [];
+    for (const line of toolLines) {
+      const [, name = '', args = '{}'] = /^\/tool\s+(\S+)\s*(.*)$/s.exec(line.trim()) ?? [];
+      const id = `call_${Date.now().toString(36)}_${(toolCallCounter++).toString(36)}`;
+      const input = args.trim() || '{}';
+      const half = Math.ceil(input.length / 2);
+      parts.push(
+        { type: 'tool-input-start', id, toolName: name },
+        { type: 'tool-input-delta', id, delta: input.slice(0, half) },
+        { type: 'tool-input-delta', id, delta: input.slice(half) },
+        { type: 'tool-input-end', id },
+        { type: 'tool-call', toolCallId: id, toolName: name, input },
+      );
+    }
+    return { parts: [...parts, finish('tool-calls')], delayMs: 0 };
+  }
+  const [command, ...rest] = text.split(/\s+/);
+  const arg = text.slice(command.length).trim();
+  switch (command) {
+    case '/error':
+      return {
+        parts: [
+          ...textParts('t', ['Working ', 'on ', 'it']).slice(0, -1),
+          { type: 'error', error: new Error(arg || 'Scripted model failure') },
+        ],
+        delayMs: 0,
+      };
+    case '/slow': {
+      const ms = Number(rest[0]);
+      const slowText = arg.slice((rest[0] ?? '').length).trim();
+      return {
+        parts: [...textParts('t', wordDeltas(`You said: ${slowText}`)), finish('stop')],
+        delayMs: Number.isFinite(ms) && ms > 0 ? Math.min(ms, 60_000) : 100,
+      };
+    }
+    case '/reason':
+      return {
+        parts: [
+          { type: 'reasoning-start', id: 'r' },
+          ...wordDeltas(`Thinking about: ${arg}`).map((delta): Part => ({ type: 'reasoning-delta', id: 'r', delta })),
+          { type: 'reasoning-end', id: 'r' },
+          ...textParts('t', wordDeltas(arg || 'Done thinking.')),
+          finish('stop'),
+        ],
+        delayMs: 0,
+      };
+    case '/json':
+      return { parts: [...textParts('t', [arg]), finish('stop')], delayMs: 0 };
+    case '/bench': {
+      const n = Math.max(1, Math.min(Number(rest[0]) || 1, 1_000_000));
+      return { parts: [...textParts('t', new Array<string>(n).fill('x ')), finish('stop')], delayMs: 0 };
+    }
+    default:
+      return { parts: [...textParts('t', wordDeltas(`You said: ${text}`)), finish('stop')], delayMs: 'tick' };
+  }
+}
+
+function toStream(script: Script, signal: AbortSignal | undefined): ReadableStream<Part> {
+  const parts: Part[] = [{ type: 'stream-start', warnings: [] }, ...script.parts];
+  if (script.delayMs === 0) {
+    return new ReadableStream<Part>({
+      start(controller) {
+        for (const p of parts) controller.enqueue(p);
+        controller.close();
+      },
+    });
+  }
+  let i = 0;
+  return new ReadableStream<Part>({
+    async pull(controller) {
+      if (i > 0 && parts[i]?.type === 'text-delta') {
+        if (script.delayMs === 'tick') await new Promise((resolve) => setImmediate(resolve));
+        else await abortableDelay(script.delayMs, signal);
+      }
+      if (signal?.aborted) return controller.error(signal.reason);
+      if (i >= parts.length) return controller.close();
+      controller.enqueue(parts[i++]);
+    },
+  });
+}
+
+function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+export class ScriptedModel implements LanguageModelV3 {
+  readonly specificationVersion = 'v3';
+  readonly provider = 'io-bridge';
+  readonly modelId = 'scripted';
+  readonly supportedUrls = {};
+
+  doGenerate(): Promise<never> {
+    return Promise.reject(new Error('The scripted model only streams'));
+  }
+
+  doStream(options: LanguageModelV3CallOptions) {
+    const script = planScript(options.prompt);
+    return Promise.resolve({ stream: toStream(script, options.abortSignal) });
+  }
+}

@@ -1,0 +1,56 @@
+import { LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { AppModule } from './app.module';
+import { DomainErrorFilter, toDomainError } from './common/error.filter';
+import { DomainError, envelope, ErrorDetail } from './common/errors';
+import { AppConfig } from './config/config';
+
+const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
+
+/** The configured level and every level above it. */
+export const logLevels = (level: LogLevel): LogLevel[] => LEVELS.slice(0, LEVELS.indexOf(level) + 1);
+
+function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
+  return errors.flatMap((e) => {
+    const path = parent ? `${parent}.${e.property}` : e.property;
+    const own = Object.values(e.constraints ?? {}).map((message) => ({ path, message }));
+    return [...own, ...flatten(e.children ?? [], path)];
+  });
+}
+
+/** Builds the application (not listening): shared by main.ts, the e2e tests and the benchmark. */
+export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({ bodyLimit: config.limits.maxBodyBytes });
+  // Errors raised before Nest sees the request (body parsing, size limit) get the same envelope.
+  adapter.getInstance().setErrorHandler((err, _req, reply) => {
+    const domain = toDomainError(err);
+    void reply.status(domain.status).send(envelope(domain));
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
+    logger: logLevels(config.logLevel),
+  });
+  app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
+  app.useGlobalPipes(
+    new ValidationPipe({
+      whitelist: true,
+      transform: true,
+      exceptionFactory: (errors) =>
+        new DomainError('VALIDATION_FAILED', 'The request is invalid', flatten(errors).slice(0, 50)),
+    }),
+  );
+  app.useGlobalFilters(new DomainErrorFilter());
+  const document = () =>
+    SwaggerModule.createDocument(
+      app,
+      new DocumentBuilder()
+        .setTitle('io-bridge')
+        .setDescription('io.Intelligence Agent Protocol (AG-UI) for Mastra agents')
+        .setVersion('0.1.0')
+        .addBearerAuth()
+        .build(),
+    );
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+  return app;
+}

@@ -1,0 +1,45 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { FastifyReply } from 'fastify';
+import { DomainError, ErrorCode, ERROR_STATUS, envelope } from './errors';
+
+const STATUS_CODES: Partial<Record<number, ErrorCode>> = Object.fromEntries(
+  Object.entries(ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
+);
+STATUS_CODES[409] = undefined; // several 409 codes exist: a bare 409 is mapped by its own message
+
+/** Turns any error into a DomainError: ours as they are, Fastify's and Nest's by status, the rest INTERNAL. */
+export function toDomainError(err: unknown): DomainError {
+  if (err instanceof DomainError) return err;
+  const fastifyCode = (err as { code?: unknown })?.code;
+  if (fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' || fastifyCode === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    return new DomainError('VALIDATION_FAILED', 'The request body is not valid JSON');
+  }
+  if (fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new DomainError('PAYLOAD_TOO_LARGE', 'The request body is too large');
+  }
+  if (fastifyCode === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new DomainError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
+  }
+  const status =
+    err instanceof HttpException ? err.getStatus() : Number((err as { statusCode?: unknown })?.statusCode);
+  if (Number.isInteger(status) && status >= 400 && status < 500) {
+    const code = STATUS_CODES[status] ?? 'VALIDATION_FAILED';
+    const message = err instanceof Error && err.message ? err.message : 'Bad request';
+    return new DomainError(code, code === 'NOT_FOUND' ? 'Not found' : message);
+  }
+  return new DomainError('INTERNAL', 'Internal server error');
+}
+
+/** The one place errors become HTTP responses, in the envelope of CONTRACT section 1. */
+@Catch()
+export class DomainErrorFilter implements ExceptionFilter {
+  private readonly log = new Logger('Errors');
+
+  catch(err: unknown, host: ArgumentsHost): void {
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const domain = toDomainError(err);
+    if (domain.code === 'INTERNAL') this.log.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+    if (reply.sent || reply.raw.headersSent) return;
+    void reply.status(domain.status).send(envelope(domain));
+  }
+}

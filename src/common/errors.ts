@@ -1,0 +1,49 @@
+/** Stable codes a client can branch on; each maps to one HTTP status. */
+export const ERROR_STATUS = {
+  VALIDATION_FAILED: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  RUN_ALREADY_EXISTS: 409,
+  THREAD_BUSY: 409,
+  THREAD_ID_CONFLICT: 409,
+  TOOL_RESULT_ALREADY_SUBMITTED: 409,
+  RUN_NOT_ACTIVE: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export type ErrorDetail = { path?: string; message: string };
+
+/** The error a service throws; the HTTP layer maps it once, in DomainErrorFilter. */
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetail[],
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export type ErrorEnvelope = { statusCode: number; code: string; message: string; details?: ErrorDetail[] };
+
+export function envelope(err: DomainError): ErrorEnvelope {
+  return {
+    statusCode: err.status,
+    code: err.code,
+    message: err.message,
+    ...(err.details?.length ? { details: err.details } : {}),
+  };
+}

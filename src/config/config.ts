@@ -1,0 +1,104 @@
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/** Every variable the service reads, validated once at boot. */
+const envSchema = z.object({
+  NODE_ENV: z.string().default('development'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: int(0, 65535).default(3000),
+  IO_BRIDGE_PREFIX: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$|^\/$/, 'must start with / and not end with /')
+    .default('/io-bridge'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  DATABASE_POOL_SIZE: int(1, 200).default(10),
+  EMBEDDED_PG_DIR: z.string().min(1).default('.data/postgres'),
+  EMBEDDED_PG_PORT: int(1, 65535).default(54329),
+  MIGRATIONS_RUN: bool.default(true),
+  MODEL: z
+    .string()
+    .regex(/^(scripted|[a-z0-9-]+\/\S+)$/, "must be 'scripted' or a provider/model id such as openai/gpt-4o-mini")
+    .default('scripted'),
+  OPENAI_BASE_URL: z.url().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  DEFAULT_AGENT_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/)
+    .default('assistant'),
+  HEARTBEAT_MS: int(10, 600_000).default(15_000),
+  MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(4 * 1024 * 1024),
+  MAX_MESSAGES: int(1, 100_000).default(1000),
+  MAX_TOOLS: int(0, 1000).default(128),
+  MAX_STEPS: int(1, 100).default(10),
+  FRONTEND_TOOL_TIMEOUT_MS: int(1, 86_400_000).default(300_000),
+});
+
+export type AppConfig = {
+  env: string;
+  host: string;
+  port: number;
+  prefix: string;
+  logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  database: {
+    url?: string;
+    poolSize: number;
+    embeddedDir: string;
+    embeddedPort: number;
+    migrationsRun: boolean;
+  };
+  model: { id: string; openaiBaseUrl?: string; openaiApiKey?: string };
+  defaultAgentId: string;
+  heartbeatMs: number;
+  limits: { maxBodyBytes: number; maxMessages: number; maxTools: number; maxSteps: number };
+  frontendToolTimeoutMs: number;
+};
+
+export class ConfigError extends Error {}
+
+/** Parses the environment into the typed configuration, or throws a message naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  if (e.OPENAI_BASE_URL && e.MODEL === 'scripted') {
+    throw new ConfigError(
+      'Invalid configuration:\n  MODEL: OPENAI_BASE_URL needs MODEL=<provider>/<model>, e.g. ollama/llama3.1',
+    );
+  }
+  return {
+    env: e.NODE_ENV,
+    host: e.HOST,
+    port: e.PORT,
+    prefix: e.IO_BRIDGE_PREFIX === '/' ? '' : e.IO_BRIDGE_PREFIX,
+    logLevel: e.LOG_LEVEL,
+    database: {
+      url: e.DATABASE_URL,
+      poolSize: e.DATABASE_POOL_SIZE,
+      embeddedDir: e.EMBEDDED_PG_DIR,
+      embeddedPort: e.EMBEDDED_PG_PORT,
+      migrationsRun: e.MIGRATIONS_RUN,
+    },
+    model: { id: e.MODEL, openaiBaseUrl: e.OPENAI_BASE_URL, openaiApiKey: e.OPENAI_API_KEY },
+    defaultAgentId: e.DEFAULT_AGENT_ID,
+    heartbeatMs: e.HEARTBEAT_MS,
+    limits: {
+      maxBodyBytes: e.MAX_BODY_BYTES,
+      maxMessages: e.MAX_MESSAGES,
+      maxTools: e.MAX_TOOLS,
+      maxSteps: e.MAX_STEPS,
+    },
+    frontendToolTimeoutMs: e.FRONTEND_TOOL_TIMEOUT_MS,
+  };
+}

@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import { UpstreamEvent } from './agui-events';
+
+/** A Mastra `fullStream` chunk, as far as the translation reads it. */
+export type MastraChunk = { type: string; payload?: any };
+
+/** How a chunk ends the run, when it does. */
+export type Outcome =
+  | { kind: 'finished' }
+  | { kind: 'error'; message: string }
+  | { kind: 'aborted' };
+
+export type Translation = { events: UpstreamEvent[]; outcome?: Outcome };
+
+const NONE: Translation = { events: [] };
+
+/** Error text safe to show a user: the message only, never a stack, bounded in length. */
+export function safeErrorMessage(error: unknown, fallback: string): string {
+  const raw =
+    typeof error === 'string'
+      ? error
+      : typeof (error as { message?: unknown })?.message === 'string'
+        ? (error as { message: string }).message
+        : '';
+  const firstLine = raw.split('\n')[0].trim();
+  return firstLine ? firstLine.slice(0, 500) : fallback;
+}
+
+/**
+ * Translates Mastra `fullStream` chunks into AG-UI events for one run. Stateful: each model step gets
+ * its own assistant message id, which its text and its tool calls share (`parentMessageId`), so a
+ * client rebuilds `assistant(toolCalls) → tool → assistant(text)` in order.
+ */
+export class MastraToAgui {
+  private stepMessageId: string = randomUUID();
+  private step = 0;
+  private readonly streamedCalls = new Set<string>();
+
+  constructor(private readonly newId: () => string = randomUUID) {}
+
+  translate(chunk: MastraChunk): Translation {
+    const p = chunk.payload ?? {};
+    switch (chunk.type) {
+      case 'text-delta':
+        return { events: [{ type: 'TEXT_MESSAGE_CONTENT', messageId: this.stepMessageId, delta: p.text }] };
+      case 'text-start':
+        return { events: [{ type: 'TEXT_MESSAGE_START', messageId: this.stepMessageId }] };
+      case 'text-end':
+        return { events: [{ type: 'TEXT_MESSAGE_END', messageId: this.stepMessageId }] };
+      case 'step-start':
+        this.stepMessageId = this.newId();
+        return { events: [{ type: 'STEP_STARTED', stepName: `step-${++this.step}` }] };
+      case 'step-finish':
+        return { events: [{ type: 'STEP_FINISHED', stepName: `step-${this.step}` }] };
+      case 'reasoning-start':
+        return { events: [{ type: 'REASONING_MESSAGE_START', messageId: `${this.stepMessageId}-reasoning` }] };
+      case 'reasoning-delta':
+        return {
+          events: [
+            { type: 'REASONING_MESSAGE_CONTENT', messageId: `${this.stepMessageId}-reasoning`, delta: p.text },
+          ],
+        };
+      case 'reasoning-end':
+        return { events: [{ type: 'REASONING_MESSAGE_END', messageId: `${this.stepMessageId}-reasoning` }] };
+      case 'tool-call-input-streaming-start':
+        this.streamedCalls.add(p.toolCallId);
+        return {
+          events: [
+            {
+              type: 'TOOL_CALL_START',
+              toolCallId: p.toolCallId,
+              toolCallName: p.toolName,
+              parentMessageId: this.stepMessageId,
+            },
+          ],
+        };
+      case 'tool-call-delta':
+        return { events: [{ type: 'TOOL_CALL_ARGS', toolCallId: p.toolCallId, delta: p.argsTextDelta }] };
+      case 'tool-call': {
+        // The call is complete here; END waits for it so the guard can fall back on the parsed args.
+        const end: UpstreamEvent = { type: 'TOOL_CALL_END', toolCallId: p.toolCallId, args: p.args };
+        if (this.streamedCalls.has(p.toolCallId)) return { events: [end] };
+        return {
+          events: [
+            {
+              type: 'TOOL_CALL_START',
+              toolCallId: p.toolCallId,
+              toolCallName: p.toolName,
+              parentMessageId: this.stepMessageId,
+            },
+            end,
+          ],
+        };
+      }
+      case 'tool-result':
+        return { events: [{ type: 'TOOL_CALL_RESULT', toolCallId: p.toolCallId, content: p.result ?? null }] };
+      case 'tool-error':
+        return {
+          events: [
+            {
+              type: 'TOOL_CALL_RESULT',
+              toolCallId: p.toolCallId,
+              content: { error: safeErrorMessage(p.error, 'Tool failed') },
+            },
+          ],
+        };
+      case 'error':
+        return { events: [], outcome: { kind: 'error', message: safeErrorMessage(p.error, 'The model failed') } };
+      case 'abort':
+        return { events: [], outcome: { kind: 'aborted' } };
+      case 'finish':
+        return { events: [], outcome: { kind: 'finished' } };
+      default:
+        return NONE;
+    }
+  }
+}

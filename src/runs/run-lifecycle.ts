@@ -1,0 +1,250 @@
+import { randomUUID } from 'node:crypto';
+import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
+import { repairJsonObject } from './json-repair';
+
+type ToolCallState = { name: string; args: string; ended: boolean; resulted: boolean };
+
+export type LifecycleOptions = {
+  threadId: string;
+  runId: string;
+  emit: (event: AguiEvent) => void;
+  warn?: (message: string) => void;
+  newId?: () => string;
+};
+
+/**
+ * The one place where the guarantees of CONTRACT section 3 are enforced, whatever the upstream does:
+ * RUN_STARTED first; exactly one terminal event and nothing after it; every text message, reasoning
+ * message, tool call and step closed before the terminal event; no empty deltas; tool arguments that
+ * concatenate to a JSON object; every TOOL_CALL_START names its assistant message.
+ */
+export class RunLifecycle {
+  private state: 'new' | 'open' | 'ended' = 'new';
+  private openText: string | undefined;
+  private openReasoning: string | undefined;
+  private parentMessageId: string | undefined;
+  /** Upstream message id → wire id; an id reused after its END gets a fresh wire id. */
+  private readonly textIds = new Map<string, string>();
+  private readonly closedTextIds = new Set<string>();
+  private readonly toolCalls = new Map<string, ToolCallState>();
+  private readonly openSteps: string[] = [];
+  private stepCount = 0;
+  private readonly emit: (event: AguiEvent) => void;
+  private readonly warn: (message: string) => void;
+  private readonly newId: () => string;
+
+  constructor(private readonly options: LifecycleOptions) {
+    this.emit = options.emit;
+    this.warn = options.warn ?? (() => undefined);
+    this.newId = options.newId ?? randomUUID;
+  }
+
+  get ended(): boolean {
+    return this.state === 'ended';
+  }
+
+  start(): void {
+    if (this.state !== 'new') return;
+    this.state = 'open';
+    this.emit({ type: 'RUN_STARTED', timestamp: Date.now(), threadId: this.options.threadId, runId: this.options.runId });
+  }
+
+  push(event: UpstreamEvent): void {
+    if (this.state === 'ended') return;
+    if (this.state === 'new') this.start();
+    switch (event.type) {
+      case 'TEXT_MESSAGE_CONTENT':
+        return this.textContent(event.messageId, event.delta);
+      case 'TEXT_MESSAGE_START':
+        return void this.openTextMessage(event.messageId);
+      case 'TEXT_MESSAGE_END':
+        if (this.openText !== undefined && this.wireTextId(event.messageId) === this.openText) this.closeText();
+        return;
+      case 'TOOL_CALL_START':
+        return this.toolCallStart(event.toolCallId, event.toolCallName, event.parentMessageId);
+      case 'TOOL_CALL_ARGS': {
+        const call = event.toolCallId === undefined ? undefined : this.toolCalls.get(event.toolCallId);
+        if (call && !call.ended && typeof event.delta === 'string') call.args += event.delta;
+        return;
+      }
+      case 'TOOL_CALL_END':
+        return this.toolCallEnd(event.toolCallId, event.args);
+      case 'TOOL_CALL_RESULT':
+        return this.toolCallResult(event.toolCallId, event.messageId, event.content);
+      case 'STEP_STARTED':
+        return this.stepStarted(event.stepName);
+      case 'STEP_FINISHED':
+        return this.stepFinished(event.stepName);
+      case 'REASONING_MESSAGE_START':
+        return void this.openReasoningMessage(event.messageId);
+      case 'REASONING_MESSAGE_CONTENT':
+        return this.reasoningContent(event.messageId, event.delta);
+      case 'REASONING_MESSAGE_END':
+        if (this.openReasoning !== undefined && (event.messageId ?? this.openReasoning) === this.openReasoning) {
+          this.closeReasoning();
+        }
+        return;
+    }
+  }
+
+  /** Ends the run successfully, closing whatever is open first. */
+  finish(result?: unknown): void {
+    if (!this.beginTerminal()) return;
+    this.emit({
+      type: 'RUN_FINISHED',
+      timestamp: Date.now(),
+      threadId: this.options.threadId,
+      runId: this.options.runId,
+      ...(result !== undefined && result !== null ? { result } : {}),
+    });
+  }
+
+  /** Ends the run with RUN_ERROR, closing whatever is open first. */
+  fail(code: RunErrorCode, message: string): void {
+    if (!this.beginTerminal()) return;
+    this.emit({ type: 'RUN_ERROR', timestamp: Date.now(), message: message || code, code });
+  }
+
+  private beginTerminal(): boolean {
+    if (this.state === 'ended') return false;
+    if (this.state === 'new') this.start();
+    for (const [id, call] of this.toolCalls) if (!call.ended) this.closeToolCall(id, call, undefined);
+    if (this.openText !== undefined) this.closeText();
+    if (this.openReasoning !== undefined) this.closeReasoning();
+    while (this.openSteps.length) {
+      this.emit({ type: 'STEP_FINISHED', timestamp: Date.now(), stepName: this.openSteps.pop()! });
+    }
+    this.state = 'ended';
+    return true;
+  }
+
+  private wireTextId(upstreamId: string | undefined): string | undefined {
+    return upstreamId === undefined ? this.openText : (this.textIds.get(upstreamId) ?? upstreamId);
+  }
+
+  private openTextMessage(upstreamId: string | undefined): string {
+    const current = this.wireTextId(upstreamId);
+    if (this.openText !== undefined) {
+      if (current === this.openText) return this.openText;
+      this.closeText();
+    }
+    let wireId = upstreamId ?? this.newId();
+    if (this.closedTextIds.has(wireId) || this.toolCalls.has(wireId)) wireId = this.newId();
+    if (upstreamId !== undefined) this.textIds.set(upstreamId, wireId);
+    this.openText = wireId;
+    this.parentMessageId = wireId;
+    this.emit({ type: 'TEXT_MESSAGE_START', timestamp: Date.now(), messageId: wireId, role: 'assistant' });
+    return wireId;
+  }
+
+  private textContent(upstreamId: string | undefined, delta: string | undefined): void {
+    if (typeof delta !== 'string' || delta.length === 0) return;
+    let messageId = this.openText;
+    if (messageId === undefined || (upstreamId !== undefined && this.wireTextId(upstreamId) !== messageId)) {
+      messageId = this.openTextMessage(upstreamId);
+    }
+    this.emit({ type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId, delta });
+  }
+
+  private closeText(): void {
+    const messageId = this.openText!;
+    this.openText = undefined;
+    this.closedTextIds.add(messageId);
+    this.emit({ type: 'TEXT_MESSAGE_END', timestamp: Date.now(), messageId });
+  }
+
+  private openReasoningMessage(upstreamId: string | undefined): string {
+    if (this.openReasoning !== undefined) {
+      if (upstreamId === undefined || upstreamId === this.openReasoning) return this.openReasoning;
+      this.closeReasoning();
+    }
+    const messageId = upstreamId ?? this.newId();
+    this.openReasoning = messageId;
+    const timestamp = Date.now();
+    this.emit({ type: 'REASONING_START', timestamp, messageId });
+    this.emit({ type: 'REASONING_MESSAGE_START', timestamp, messageId, role: 'reasoning' });
+    return messageId;
+  }
+
+  private reasoningContent(upstreamId: string | undefined, delta: string | undefined): void {
+    if (typeof delta !== 'string' || delta.length === 0) return;
+    let messageId = this.openReasoning;
+    if (messageId === undefined || (upstreamId !== undefined && upstreamId !== messageId)) {
+      messageId = this.openReasoningMessage(upstreamId);
+    }
+    this.emit({ type: 'REASONING_MESSAGE_CONTENT', timestamp: Date.now(), messageId, delta });
+  }
+
+  private closeReasoning(): void {
+    const messageId = this.openReasoning!;
+    this.openReasoning = undefined;
+    const timestamp = Date.now();
+    this.emit({ type: 'REASONING_MESSAGE_END', timestamp, messageId });
+    this.emit({ type: 'REASONING_END', timestamp, messageId });
+  }
+
+  private toolCallStart(id: string | undefined, name: string | undefined, parent: string | undefined): void {
+    if (!id || !name || this.toolCalls.has(id)) {
+      this.warn(`dropped TOOL_CALL_START without id/name or with a repeated id (${id ?? '-'})`);
+      return;
+    }
+    this.toolCalls.set(id, { name, args: '', ended: false, resulted: false });
+    const parentMessageId = parent ?? this.parentMessageId ?? (this.parentMessageId = this.newId());
+    this.emit({ type: 'TOOL_CALL_START', timestamp: Date.now(), toolCallId: id, toolCallName: name, parentMessageId });
+  }
+
+  private toolCallEnd(id: string | undefined, parsedArgs: unknown): void {
+    const call = id === undefined ? undefined : this.toolCalls.get(id);
+    if (call && !call.ended) this.closeToolCall(id!, call, parsedArgs);
+  }
+
+  /** Sends the call's arguments as one delta that is always a JSON object, then TOOL_CALL_END. */
+  private closeToolCall(id: string, call: ToolCallState, parsedArgs: unknown): void {
+    call.ended = true;
+    let json = repairJsonObject(call.args);
+    if (json === undefined && parsedArgs !== null && typeof parsedArgs === 'object' && !Array.isArray(parsedArgs)) {
+      json = JSON.stringify(parsedArgs);
+    }
+    if (json === undefined) {
+      if (call.args.trim()) this.warn(`tool call ${id} (${call.name}) streamed invalid JSON arguments; sent {}`);
+      json = '{}';
+    }
+    call.args = json;
+    const timestamp = Date.now();
+    this.emit({ type: 'TOOL_CALL_ARGS', timestamp, toolCallId: id, delta: json });
+    this.emit({ type: 'TOOL_CALL_END', timestamp, toolCallId: id });
+  }
+
+  private toolCallResult(id: string | undefined, messageId: string | undefined, content: unknown): void {
+    const call = id === undefined ? undefined : this.toolCalls.get(id);
+    if (!call || call.resulted) {
+      this.warn(`dropped TOOL_CALL_RESULT for an unknown or answered tool call (${id ?? '-'})`);
+      return;
+    }
+    if (!call.ended) this.closeToolCall(id!, call, undefined);
+    call.resulted = true;
+    this.emit({
+      type: 'TOOL_CALL_RESULT',
+      timestamp: Date.now(),
+      messageId: messageId ?? this.newId(),
+      toolCallId: id!,
+      content: typeof content === 'string' ? content : (JSON.stringify(content) ?? 'null'),
+      role: 'tool',
+    });
+  }
+
+  private stepStarted(name: string | undefined): void {
+    const stepName = name ?? `step-${++this.stepCount}`;
+    if (this.openSteps.includes(stepName)) return;
+    this.openSteps.push(stepName);
+    this.parentMessageId = undefined;
+    this.emit({ type: 'STEP_STARTED', timestamp: Date.now(), stepName });
+  }
+
+  private stepFinished(name: string | undefined): void {
+    const index = name === undefined ? this.openSteps.length - 1 : this.openSteps.lastIndexOf(name);
+    if (index < 0) return;
+    const [stepName] = this.openSteps.splice(index, 1);
+    this.emit({ type: 'STEP_FINISHED', timestamp: Date.now(), stepName });
+  }
+}

@@ -1,0 +1,37 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+export const RUN_STATUSES = ['running', 'waiting_for_tool', 'finished', 'error', 'cancelled'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+@Entity({ name: 'runs' })
+export class Run {
+  @PrimaryColumn({ type: 'text' })
+  id: string;
+
+  @Column({ name: 'thread_id', type: 'text' })
+  threadId: string;
+
+  @Column({ name: 'resource_id', type: 'text' })
+  resourceId: string;
+
+  @Column({ name: 'agent_id', type: 'text' })
+  agentId: string;
+
+  @Column({ type: 'text' })
+  status: RunStatus;
+
+  @Column({ name: 'started_at', type: 'timestamptz' })
+  startedAt: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+
+  @Column({ name: 'finished_at', type: 'timestamptz', nullable: true })
+  finishedAt: Date | null;
+
+  @Column({ name: 'error_code', type: 'text', nullable: true })
+  errorCode: string | null;
+
+  @Column({ name: 'error_message', type: 'text', nullable: true })
+  errorMessage: string | null;
+}

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AgentsModule } from '../agents/agents.module';
+import { Run } from './run.entity';
+import { RunsController } from './runs.controller';
+import { RunsRepository } from './runs.repository';
+import { RunsService } from './runs.service';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([Run]), AgentsModule],
+  controllers: [RunsController],
+  providers: [RunsService, RunsRepository],
+})
+export class RunsModule {}
