@@ -41,6 +41,7 @@ export class ToolCallDto {
   @IsIn(['function'])
   type: 'function';
 
+  @IsObject()
   @ValidateNested()
   @Type(() => FunctionCallDto)
   function: FunctionCallDto;

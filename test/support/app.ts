@@ -1,0 +1,47 @@
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Client } from 'pg';
+import { createApp } from '../../src/app.factory';
+import { loadConfig } from '../../src/config/config';
+
+export type TestApp = {
+  app: NestFastifyApplication;
+  baseUrl: string;
+  runUrl: string;
+  close: () => Promise<void>;
+};
+
+/** The real service on a real Fastify server and the e2e database; `env` overrides configuration. */
+export async function startApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const config = loadConfig({
+    DATABASE_URL: process.env.E2E_DATABASE_URL,
+    LOG_LEVEL: 'error',
+    PORT: '0',
+    ...env,
+  });
+  const app = await createApp(config);
+  await app.listen(0, '127.0.0.1');
+  const baseUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  return { app, baseUrl, runUrl: `${baseUrl}${config.prefix}/run`, close: () => app.close() };
+}
+
+/** A direct connection to the e2e database, to check what the service recorded. */
+export async function db<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: process.env.E2E_DATABASE_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Polls `probe` until it returns a value, failing after `timeoutMs`: for effects that land after a response ends. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+
+export type Frame = { id: number; event: Record<string, any> };
+
+let counter = 0;
+export const uid = (prefix: string) => `${prefix}-${randomUUID()}-${++counter}`;
+
+/** A RunAgentInput with one user message, fresh ids, and any field overridden. */
+export function runInput(text: string, extra: Record<string, unknown> = {}) {
+  return {
+    threadId: uid('thread'),
+    runId: uid('run'),
+    messages: [{ id: uid('msg'), role: 'user', content: text }],
+    tools: [],
+    context: [],
+    ...extra,
+  };
+}
+
+export async function postRun(url: string, body: unknown, init: RequestInit = {}): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    ...init,
+  });
+}
+
+/**
+ * Parses an SSE body strictly as CONTRACT section 3 writes it: LF only, `id: <n>` then `data: <json>`,
+ * a blank line after each event, `: ping` comments allowed. Anything else throws.
+ */
+export function parseFrames(raw: string): { frames: Frame[]; pings: number } {
+  if (raw.includes('\r')) throw new Error('CR in stream');
+  if (!raw.endsWith('\n\n')) throw new Error('stream does not end with a blank line');
+  const blocks = raw.slice(0, -2).split('\n\n');
+  const frames: Frame[] = [];
+  let pings = 0;
+  for (const block of blocks) {
+    if (block === ': ping') {
+      pings++;
+      continue;
+    }
+    const m = /^id: (\d+)\ndata: (.+)$/.exec(block);
+    if (!m) throw new Error(`malformed frame: ${JSON.stringify(block.slice(0, 200))}`);
+    frames.push({ id: Number(m[1]), event: JSON.parse(m[2]) });
+  }
+  return { frames, pings };
+}
+
+export async function runToFrames(
+  url: string,
+  body: unknown,
+): Promise<{ res: Response; raw: string; frames: Frame[] }> {
+  const res = await postRun(url, body);
+  const raw = await res.text();
+  return { res, raw, frames: res.ok ? parseFrames(raw).frames : [] };
+}
+
+export const types = (frames: Frame[]) => frames.map((f) => f.event.type as string);
