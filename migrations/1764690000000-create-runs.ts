@@ -18,7 +18,9 @@ export class CreateRuns1764690000000 implements MigrationInterface {
         error_code    text,
         error_message text
       )`);
-    await q.query(`CREATE INDEX runs_resource_thread_started_idx ON runs (resource_id, thread_id, started_at DESC)`);
+    await q.query(
+      `CREATE INDEX runs_resource_thread_started_idx ON runs (resource_id, thread_id, started_at DESC)`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -3,8 +3,8 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module';
-import { DomainErrorFilter, toDomainError } from './common/error.filter';
-import { DomainError, envelope, ErrorDetail } from './common/errors';
+import { DomainErrorFilter } from './common/error.filter';
+import { DomainError, ErrorDetail } from './common/errors';
 import { AppConfig } from './config/config';
 
 const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
@@ -23,11 +23,6 @@ function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
 /** Builds the application (not listening): shared by main.ts, the e2e tests and the benchmark. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({ bodyLimit: config.limits.maxBodyBytes });
-  // Errors raised before Nest sees the request (body parsing, size limit) get the same envelope.
-  adapter.getInstance().setErrorHandler((err, _req, reply) => {
-    const domain = toDomainError(err);
-    void reply.status(domain.status).send(envelope(domain));
-  });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: logLevels(config.logLevel),
   });

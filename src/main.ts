@@ -23,7 +23,9 @@ async function bootstrap(): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
   await app.listen(config.port, config.host);
-  log.log(`io-bridge listening on http://${config.host}:${config.port}${config.prefix} (node ${process.version})`);
+  log.log(
+    `io-bridge listening on http://${config.host}:${config.port}${config.prefix} (node ${process.version})`,
+  );
 }
 
 bootstrap().catch((err: unknown) => {

@@ -9,7 +9,6 @@ import { resolveModel } from './model-factory';
 
 export type RegisteredAgent = { definition: AgentDefinition; agent: Agent; modelId: string };
 
-
 /** The registry of Mastra agents, built once at start-up so a run does no per-agent set-up work. */
 @Injectable()
 export class AgentsService {
@@ -37,7 +36,9 @@ export class AgentsService {
       );
     }
     this.defaultAgentId = config.defaultAgentId;
-    this.log.log(`agents: ${[...this.agents.values()].map((a) => `${a.definition.id} (${a.modelId})`).join(', ')}`);
+    this.log.log(
+      `agents: ${[...this.agents.values()].map((a) => `${a.definition.id} (${a.modelId})`).join(', ')}`,
+    );
   }
 
   get(agentId: string = this.defaultAgentId): RegisteredAgent {

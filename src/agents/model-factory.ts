@@ -14,5 +14,5 @@ export function resolveModel(modelId: string, config: AppConfig['model']): Mastr
       apiKey: config.openaiApiKey ?? 'not-needed',
     };
   }
-  return modelId as MastraModelConfig;
+  return modelId;
 }

@@ -59,7 +59,9 @@ function trailingToolResults(prompt: LanguageModelV3Prompt): Array<{ toolName: s
     const m = prompt[i];
     if (m.role !== 'tool') break;
     const results = m.content.flatMap((p) =>
-      p.type === 'tool-result' ? [{ toolName: p.toolName, value: (p.output as { value?: unknown }).value }] : [],
+      p.type === 'tool-result'
+        ? [{ toolName: p.toolName, value: (p.output as { value?: unknown }).value }]
+        : [],
     );
     out.unshift(...results);
   }
@@ -71,7 +73,9 @@ let toolCallCounter = 0;
 export function planScript(prompt: LanguageModelV3Prompt): Script {
   const results = trailingToolResults(prompt);
   if (results.length) {
-    const text = results.map((r) => `Tool ${r.toolName} returned ${JSON.stringify(r.value ?? null)}`).join('\n');
+    const text = results
+      .map((r) => `Tool ${r.toolName} returned ${JSON.stringify(r.value ?? null)}`)
+      .join('\n');
     return { parts: [...textParts('t', wordDeltas(text)), finish('stop')], delayMs: 'tick' };
   }
   const text = lastUserText(prompt).trim();
@@ -116,7 +120,11 @@ export function planScript(prompt: LanguageModelV3Prompt): Script {
       return {
         parts: [
           { type: 'reasoning-start', id: 'r' },
-          ...wordDeltas(`Thinking about: ${arg}`).map((delta): Part => ({ type: 'reasoning-delta', id: 'r', delta })),
+          ...wordDeltas(`Thinking about: ${arg}`).map((delta): Part => ({
+            type: 'reasoning-delta',
+            id: 'r',
+            delta,
+          })),
           { type: 'reasoning-end', id: 'r' },
           ...textParts('t', wordDeltas(arg || 'Done thinking.')),
           finish('stop'),

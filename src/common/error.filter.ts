@@ -38,7 +38,8 @@ export class DomainErrorFilter implements ExceptionFilter {
   catch(err: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const domain = toDomainError(err);
-    if (domain.code === 'INTERNAL') this.log.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+    if (domain.code === 'INTERNAL')
+      this.log.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     if (reply.sent || reply.raw.headersSent) return;
     void reply.status(domain.status).send(envelope(domain));
   }

@@ -25,7 +25,10 @@ const envSchema = z.object({
   MIGRATIONS_RUN: bool.default(true),
   MODEL: z
     .string()
-    .regex(/^(scripted|[a-z0-9-]+\/\S+)$/, "must be 'scripted' or a provider/model id such as openai/gpt-4o-mini")
+    .regex(
+      /^(scripted|[a-z0-9-]+\/\S+)$/,
+      "must be 'scripted' or a provider/model id such as openai/gpt-4o-mini",
+    )
     .default('scripted'),
   OPENAI_BASE_URL: z.url().optional(),
   OPENAI_API_KEY: z.string().optional(),

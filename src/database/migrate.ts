@@ -11,7 +11,9 @@ async function main(): Promise<void> {
   await ds.initialize();
   try {
     const applied = await ds.runMigrations({ transaction: 'each' });
-    console.log(applied.length ? `applied: ${applied.map((m) => m.name).join(', ')}` : 'no pending migrations');
+    console.log(
+      applied.length ? `applied: ${applied.map((m) => m.name).join(', ')}` : 'no pending migrations',
+    );
   } finally {
     await ds.destroy();
     await stop();

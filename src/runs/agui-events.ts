@@ -8,10 +8,23 @@ export type AguiEvent =
   | { type: 'TEXT_MESSAGE_START'; timestamp: number; messageId: string; role: 'assistant' }
   | { type: 'TEXT_MESSAGE_CONTENT'; timestamp: number; messageId: string; delta: string }
   | { type: 'TEXT_MESSAGE_END'; timestamp: number; messageId: string }
-  | { type: 'TOOL_CALL_START'; timestamp: number; toolCallId: string; toolCallName: string; parentMessageId: string }
+  | {
+      type: 'TOOL_CALL_START';
+      timestamp: number;
+      toolCallId: string;
+      toolCallName: string;
+      parentMessageId: string;
+    }
   | { type: 'TOOL_CALL_ARGS'; timestamp: number; toolCallId: string; delta: string }
   | { type: 'TOOL_CALL_END'; timestamp: number; toolCallId: string }
-  | { type: 'TOOL_CALL_RESULT'; timestamp: number; messageId: string; toolCallId: string; content: string; role: 'tool' }
+  | {
+      type: 'TOOL_CALL_RESULT';
+      timestamp: number;
+      messageId: string;
+      toolCallId: string;
+      content: string;
+      role: 'tool';
+    }
   | { type: 'REASONING_START'; timestamp: number; messageId: string }
   | { type: 'REASONING_MESSAGE_START'; timestamp: number; messageId: string; role: 'reasoning' }
   | { type: 'REASONING_MESSAGE_CONTENT'; timestamp: number; messageId: string; delta: string }

@@ -5,10 +5,7 @@ import { UpstreamEvent } from './agui-events';
 export type MastraChunk = { type: string; payload?: any };
 
 /** How a chunk ends the run, when it does. */
-export type Outcome =
-  | { kind: 'finished' }
-  | { kind: 'error'; message: string }
-  | { kind: 'aborted' };
+export type Outcome = { kind: 'finished' } | { kind: 'error'; message: string } | { kind: 'aborted' };
 
 export type Translation = { events: UpstreamEvent[]; outcome?: Outcome };
 
@@ -53,11 +50,17 @@ export class MastraToAgui {
       case 'step-finish':
         return { events: [{ type: 'STEP_FINISHED', stepName: `step-${this.step}` }] };
       case 'reasoning-start':
-        return { events: [{ type: 'REASONING_MESSAGE_START', messageId: `${this.stepMessageId}-reasoning` }] };
+        return {
+          events: [{ type: 'REASONING_MESSAGE_START', messageId: `${this.stepMessageId}-reasoning` }],
+        };
       case 'reasoning-delta':
         return {
           events: [
-            { type: 'REASONING_MESSAGE_CONTENT', messageId: `${this.stepMessageId}-reasoning`, delta: p.text },
+            {
+              type: 'REASONING_MESSAGE_CONTENT',
+              messageId: `${this.stepMessageId}-reasoning`,
+              delta: p.text,
+            },
           ],
         };
       case 'reasoning-end':
@@ -93,7 +96,9 @@ export class MastraToAgui {
         };
       }
       case 'tool-result':
-        return { events: [{ type: 'TOOL_CALL_RESULT', toolCallId: p.toolCallId, content: p.result ?? null }] };
+        return {
+          events: [{ type: 'TOOL_CALL_RESULT', toolCallId: p.toolCallId, content: p.result ?? null }],
+        };
       case 'tool-error':
         return {
           events: [
@@ -105,7 +110,10 @@ export class MastraToAgui {
           ],
         };
       case 'error':
-        return { events: [], outcome: { kind: 'error', message: safeErrorMessage(p.error, 'The model failed') } };
+        return {
+          events: [],
+          outcome: { kind: 'error', message: safeErrorMessage(p.error, 'The model failed') },
+        };
       case 'abort':
         return { events: [], outcome: { kind: 'aborted' } };
       case 'finish':

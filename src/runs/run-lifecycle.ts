@@ -46,7 +46,12 @@ export class RunLifecycle {
   start(): void {
     if (this.state !== 'new') return;
     this.state = 'open';
-    this.emit({ type: 'RUN_STARTED', timestamp: Date.now(), threadId: this.options.threadId, runId: this.options.runId });
+    this.emit({
+      type: 'RUN_STARTED',
+      timestamp: Date.now(),
+      threadId: this.options.threadId,
+      runId: this.options.runId,
+    });
   }
 
   push(event: UpstreamEvent): void {
@@ -58,7 +63,8 @@ export class RunLifecycle {
       case 'TEXT_MESSAGE_START':
         return void this.openTextMessage(event.messageId);
       case 'TEXT_MESSAGE_END':
-        if (this.openText !== undefined && this.wireTextId(event.messageId) === this.openText) this.closeText();
+        if (this.openText !== undefined && this.wireTextId(event.messageId) === this.openText)
+          this.closeText();
         return;
       case 'TOOL_CALL_START':
         return this.toolCallStart(event.toolCallId, event.toolCallName, event.parentMessageId);
@@ -80,7 +86,10 @@ export class RunLifecycle {
       case 'REASONING_MESSAGE_CONTENT':
         return this.reasoningContent(event.messageId, event.delta);
       case 'REASONING_MESSAGE_END':
-        if (this.openReasoning !== undefined && (event.messageId ?? this.openReasoning) === this.openReasoning) {
+        if (
+          this.openReasoning !== undefined &&
+          (event.messageId ?? this.openReasoning) === this.openReasoning
+        ) {
           this.closeReasoning();
         }
         return;
@@ -190,7 +199,13 @@ export class RunLifecycle {
     }
     this.toolCalls.set(id, { name, args: '', ended: false, resulted: false });
     const parentMessageId = parent ?? this.parentMessageId ?? (this.parentMessageId = this.newId());
-    this.emit({ type: 'TOOL_CALL_START', timestamp: Date.now(), toolCallId: id, toolCallName: name, parentMessageId });
+    this.emit({
+      type: 'TOOL_CALL_START',
+      timestamp: Date.now(),
+      toolCallId: id,
+      toolCallName: name,
+      parentMessageId,
+    });
   }
 
   private toolCallEnd(id: string | undefined, parsedArgs: unknown): void {
@@ -202,11 +217,17 @@ export class RunLifecycle {
   private closeToolCall(id: string, call: ToolCallState, parsedArgs: unknown): void {
     call.ended = true;
     let json = repairJsonObject(call.args);
-    if (json === undefined && parsedArgs !== null && typeof parsedArgs === 'object' && !Array.isArray(parsedArgs)) {
+    if (
+      json === undefined &&
+      parsedArgs !== null &&
+      typeof parsedArgs === 'object' &&
+      !Array.isArray(parsedArgs)
+    ) {
       json = JSON.stringify(parsedArgs);
     }
     if (json === undefined) {
-      if (call.args.trim()) this.warn(`tool call ${id} (${call.name}) streamed invalid JSON arguments; sent {}`);
+      if (call.args.trim())
+        this.warn(`tool call ${id} (${call.name}) streamed invalid JSON arguments; sent {}`);
       json = '{}';
     }
     call.args = json;

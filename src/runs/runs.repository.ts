@@ -7,7 +7,11 @@ import { Run, RunStatus } from './run.entity';
 const UNIQUE_VIOLATION = '23505';
 
 export type NewRun = { id: string; threadId: string; resourceId: string; agentId: string };
-export type RunEnd = { status: Extract<RunStatus, 'finished' | 'error' | 'cancelled'>; code?: string; message?: string };
+export type RunEnd = {
+  status: Extract<RunStatus, 'finished' | 'error' | 'cancelled'>;
+  code?: string;
+  message?: string;
+};
 
 /** Runs, always scoped by their owner's resourceId. */
 @Injectable()
@@ -22,7 +26,10 @@ export class RunsRepository {
         [run.id, run.threadId, run.resourceId, run.agentId],
       );
     } catch (err) {
-      if (err instanceof QueryFailedError && (err.driverError as { code?: string })?.code === UNIQUE_VIOLATION) {
+      if (
+        err instanceof QueryFailedError &&
+        (err.driverError as { code?: string })?.code === UNIQUE_VIOLATION
+      ) {
         throw new DomainError('RUN_ALREADY_EXISTS', `Run '${run.id}' already exists`);
       }
       throw err;

@@ -116,7 +116,7 @@ export class RunsService {
     let failure: unknown;
     const translator = new MastraToAgui();
     try {
-      const output = await run.agent.agent.stream(run.messages as any, {
+      const output = await run.agent.agent.stream(run.messages, {
         abortSignal: signal,
         maxSteps: run.agent.definition.defaults?.maxSteps ?? this.config.limits.maxSteps,
         context: run.context as any,
@@ -145,14 +145,23 @@ export class RunsService {
   private ending(outcome: Outcome | undefined, failure: unknown, signal: AbortSignal): Ending {
     if (signal.aborted) {
       const reason =
-        signal.reason instanceof StopReason ? signal.reason : new StopReason('CANCELLED', 'The run was cancelled');
+        signal.reason instanceof StopReason
+          ? signal.reason
+          : new StopReason('CANCELLED', 'The run was cancelled');
       return {
-        end: { status: reason.code === 'CANCELLED' ? 'cancelled' : 'error', code: reason.code, message: reason.message },
+        end: {
+          status: reason.code === 'CANCELLED' ? 'cancelled' : 'error',
+          code: reason.code,
+          message: reason.message,
+        },
         terminal: { code: reason.code, message: reason.message },
       };
     }
     if (failure !== undefined) {
-      this.log.error(`run failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}`);
+      this.log.error(
+        failure instanceof Error ? (failure.stack ?? failure.message) : 'run failed',
+        'run failed',
+      );
       return this.failed('INTERNAL', 'The run failed unexpectedly');
     }
     switch (outcome?.kind) {

@@ -30,11 +30,7 @@ export class SseWriter {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly raw: ServerResponse;
 
-  constructor(
-    reply: FastifyReply,
-    events$: Observable<AguiEvent>,
-    heartbeatMs: number,
-  ) {
+  constructor(reply: FastifyReply, events$: Observable<AguiEvent>, heartbeatMs: number) {
     reply.hijack();
     this.raw = reply.raw;
     this.raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...SSE_HEADERS });

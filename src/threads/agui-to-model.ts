@@ -5,7 +5,8 @@ type TextPart = { type: 'text'; text: string };
 type FilePart = { type: 'file'; data: string | URL; mediaType: string; filename?: string };
 type ImagePart = { type: 'image'; image: string | URL; mediaType?: string };
 type ToolCallPart = { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown };
-type ToolResultOutput = { type: 'json'; value: any } | { type: 'text'; value: string } | { type: 'error-text'; value: string };
+type ToolResultOutput =
+  { type: 'json'; value: any } | { type: 'text'; value: string } | { type: 'error-text'; value: string };
 type ToolResultPart = { type: 'tool-result'; toolCallId: string; toolName: string; output: ToolResultOutput };
 
 export type ModelMessage =
@@ -22,7 +23,12 @@ type ContentPart =
       source: { type: 'data' | 'url' | 'file'; value: string; mimeType?: string };
     };
 
-const DEFAULT_MEDIA_TYPE = { image: 'image/*', audio: 'audio/*', video: 'video/*', document: 'application/octet-stream' };
+const DEFAULT_MEDIA_TYPE = {
+  image: 'image/*',
+  audio: 'audio/*',
+  video: 'video/*',
+  document: 'application/octet-stream',
+};
 
 function toUserPart(part: ContentPart): TextPart | ImagePart | FilePart | undefined {
   if (part.type === 'text') return { type: 'text', text: part.text };
@@ -121,7 +127,9 @@ export function aguiToModelMessages(messages: MessageDto[]): ModelMessage[] {
 }
 
 /** Run-input context entries as one system message the model reads before the conversation. */
-export function contextToModelMessages(context: Array<{ description: string; value: string }>): ModelMessage[] {
+export function contextToModelMessages(
+  context: Array<{ description: string; value: string }>,
+): ModelMessage[] {
   if (!context.length) return [];
   const lines = context.map((c) => `- ${c.description}: ${c.value}`);
   return [{ role: 'system', content: `Context provided by the application:\n${lines.join('\n')}` }];

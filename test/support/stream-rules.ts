@@ -2,7 +2,7 @@ import { Frame } from './sse';
 
 function hasNull(value: unknown): boolean {
   if (value === null) return true;
-  if (typeof value === 'object') return Object.values(value as object).some(hasNull);
+  if (typeof value === 'object') return Object.values(value).some(hasNull);
   return false;
 }
 

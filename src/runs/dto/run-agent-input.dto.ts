@@ -15,7 +15,15 @@ import {
 } from 'class-validator';
 import { JsonSchemaObject, MessageContent } from './validators';
 
-export const MESSAGE_ROLES = ['user', 'assistant', 'system', 'developer', 'tool', 'activity', 'reasoning'] as const;
+export const MESSAGE_ROLES = [
+  'user',
+  'assistant',
+  'system',
+  'developer',
+  'tool',
+  'activity',
+  'reasoning',
+] as const;
 export type MessageRole = (typeof MESSAGE_ROLES)[number];
 
 /** Ids name threads, runs, messages and tool calls in URLs and logs: printable, no spaces. */

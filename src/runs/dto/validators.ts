@@ -10,16 +10,22 @@ const MEDIA_PART_TYPES = new Set(['image', 'audio', 'video', 'document']);
 /** An AG-UI 1.0 content part: text, or an image/audio/video/document with a data, url or file source. */
 function contentPartProblem(part: unknown): string | undefined {
   if (!isPlainObject(part)) return 'must be an object';
-  if (part.type === 'text') return typeof part.text === 'string' ? undefined : 'text part needs a string text';
+  if (part.type === 'text')
+    return typeof part.text === 'string' ? undefined : 'text part needs a string text';
   if (typeof part.type !== 'string' || !MEDIA_PART_TYPES.has(part.type)) {
     return `has an unknown type ${JSON.stringify(part.type)}`;
   }
   const source = part.source;
-  if (!isPlainObject(source) || !SOURCE_TYPES.has(source.type as string) || typeof source.value !== 'string') {
+  if (
+    !isPlainObject(source) ||
+    !SOURCE_TYPES.has(source.type as string) ||
+    typeof source.value !== 'string'
+  ) {
     return 'needs a source {type: data|url|file, value}';
   }
   if (source.type === 'data' && typeof source.mimeType !== 'string') return 'data source needs a mimeType';
-  if (source.mimeType !== undefined && typeof source.mimeType !== 'string') return 'mimeType must be a string';
+  if (source.mimeType !== undefined && typeof source.mimeType !== 'string')
+    return 'mimeType must be a string';
   return undefined;
 }
 
