@@ -105,7 +105,15 @@ export class RunsService {
       warn: (message) => this.log.warn(`run ${runId}: ${message}`),
     });
     lifecycle.start();
-    void this.drive(run, lifecycle, abort.signal).then(() => subscriber.complete());
+    // The engine starts on the next turn, once RUN_STARTED has been written.
+    setImmediate(() => {
+      this.drive(run, lifecycle, abort.signal)
+        .catch((err: unknown) => {
+          this.log.error(err instanceof Error ? (err.stack ?? err.message) : 'run failed', `run ${runId}`);
+          lifecycle.fail('INTERNAL', 'The run failed unexpectedly');
+        })
+        .finally(() => subscriber.complete());
+    });
     return () => {
       if (!lifecycle.ended) abort.abort(new StopReason('CANCELLED', 'The client disconnected'));
     };

@@ -68,6 +68,8 @@ export class SseWriter {
     } else {
       this.pending.push(event);
     }
+    // The first event (RUN_STARTED) goes out at once, before the engine does any work.
+    if (this.seq === 0) return this.flush();
     if (!this.flushScheduled && !this.waitingForDrain) {
       this.flushScheduled = true;
       setImmediate(() => {
