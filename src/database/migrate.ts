@@ -4,23 +4,32 @@ import { loadConfig } from '../config/config';
 import { dataSourceOptions } from './data-source';
 import { resolveDatabase } from './resolve-database';
 
-/** `npm run migration:run`: applies pending migrations on DATABASE_URL, or on the embedded database. */
-async function main(): Promise<void> {
-  const { config, stop } = await resolveDatabase(loadConfig());
-  const ds = new DataSource(dataSourceOptions(config.database.url!));
+/** Applies pending migrations to the database at `url`; returns the names applied. */
+export async function runMigrations(url: string): Promise<string[]> {
+  const ds = new DataSource(dataSourceOptions(url, 1));
   await ds.initialize();
   try {
     const applied = await ds.runMigrations({ transaction: 'each' });
-    console.log(
-      applied.length ? `applied: ${applied.map((m) => m.name).join(', ')}` : 'no pending migrations',
-    );
+    return applied.map((m) => m.name);
   } finally {
     await ds.destroy();
+  }
+}
+
+/** `npm run migration:run`: DATABASE_URL, or the embedded database when it is unset. */
+async function main(): Promise<void> {
+  const { config, stop } = await resolveDatabase(loadConfig());
+  try {
+    const applied = await runMigrations(config.database.url!);
+    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'no pending migrations');
+  } finally {
     await stop();
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.message : err);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}
