@@ -53,7 +53,10 @@ describe('migrations', () => {
     const t = await startApp({ DATABASE_URL: url, MIGRATIONS_RUN: 'false' });
     try {
       expect(await tableExists(url, 'runs')).toBe(false);
-      expect(await runMigrations(url)).toEqual(['CreateRuns1764690000000']);
+      expect(await runMigrations(url)).toEqual([
+        'CreateRuns1764690000000',
+        'CreateRunToolCalls1764690100000',
+      ]);
       expect(await runMigrations(url)).toEqual([]);
       expect(await tableExists(url, 'runs')).toBe(true);
       const res = await postRun(t.runUrl, runInput('hi'));

@@ -1,4 +1,4 @@
-import { ToolAction } from '@mastra/core/tools';
+import { Tool } from '@mastra/core/tools';
 
 /** What it takes to add an agent: one file exporting one of these, listed in `agents/index.ts`. */
 export type AgentDefinition = {
@@ -8,6 +8,7 @@ export type AgentDefinition = {
   instructions: string;
   /** A provider/model id; absent means the configured `MODEL` (the scripted model by default). */
   model?: string;
-  tools?: Record<string, ToolAction<any, any, any>>;
+  /** Server tools: the backend runs them. The model calls each by its `id`. */
+  tools?: Array<Tool<any, any, any, any, any, any, any>>;
   defaults?: { maxSteps?: number };
 };

@@ -5,9 +5,15 @@ import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
 import { AgentDefinition } from './agent-definition';
 import { agentDefinitions } from './index';
+import { reportingTool } from './tools/run-tools';
 import { resolveModel } from './model-factory';
 
-export type RegisteredAgent = { definition: AgentDefinition; agent: Agent; modelId: string };
+export type RegisteredAgent = {
+  definition: AgentDefinition;
+  agent: Agent;
+  modelId: string;
+  serverToolNames: ReadonlySet<string>;
+};
 
 /** The registry of Mastra agents, built once at start-up so a run does no per-agent set-up work. */
 @Injectable()
@@ -26,9 +32,10 @@ export class AgentsService {
         description: definition.description,
         instructions: definition.instructions,
         model: resolveModel(modelId, config.model),
-        tools: definition.tools ?? {},
+        tools: Object.fromEntries((definition.tools ?? []).map((tool) => [tool.id, reportingTool(tool)])),
       });
-      this.agents.set(definition.id, { definition, agent, modelId });
+      const serverToolNames = new Set((definition.tools ?? []).map((tool) => tool.id));
+      this.agents.set(definition.id, { definition, agent, modelId, serverToolNames });
     }
     if (!this.agents.has(config.defaultAgentId)) {
       throw new Error(

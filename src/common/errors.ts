@@ -47,3 +47,15 @@ export function envelope(err: DomainError): ErrorEnvelope {
     ...(err.details?.length ? { details: err.details } : {}),
   };
 }
+
+/** Error text safe to show a user: the message only, never a stack, bounded in length. */
+export function safeErrorMessage(error: unknown, fallback: string): string {
+  const raw =
+    typeof error === 'string'
+      ? error
+      : typeof (error as { message?: unknown })?.message === 'string'
+        ? (error as { message: string }).message
+        : '';
+  const firstLine = raw.split('\n')[0].trim();
+  return firstLine ? firstLine.slice(0, 500) : fallback;
+}

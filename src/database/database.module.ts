@@ -1,11 +1,15 @@
-import { Module } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { dataSourceOptions } from './data-source';
+import { PgNotifications } from './pg-notifications.service';
 
-/** TypeORM on the database the bootstrap resolved (`DATABASE_URL` or the embedded one). */
+/** TypeORM on the database the bootstrap resolved (`DATABASE_URL` or the embedded one), and LISTEN/NOTIFY. */
+@Global()
 @Module({
+  providers: [PgNotifications],
+  exports: [PgNotifications],
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],

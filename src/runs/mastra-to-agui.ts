@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { safeErrorMessage } from '../common/errors';
 import { UpstreamEvent } from './agui-events';
 
 /** A Mastra `fullStream` chunk, as far as the translation reads it. */
@@ -10,18 +11,6 @@ export type Outcome = { kind: 'finished' } | { kind: 'error'; message: string } 
 export type Translation = { events: UpstreamEvent[]; outcome?: Outcome };
 
 const NONE: Translation = { events: [] };
-
-/** Error text safe to show a user: the message only, never a stack, bounded in length. */
-export function safeErrorMessage(error: unknown, fallback: string): string {
-  const raw =
-    typeof error === 'string'
-      ? error
-      : typeof (error as { message?: unknown })?.message === 'string'
-        ? (error as { message: string }).message
-        : '';
-  const firstLine = raw.split('\n')[0].trim();
-  return firstLine ? firstLine.slice(0, 500) : fallback;
-}
 
 /**
  * Translates Mastra `fullStream` chunks into AG-UI events for one run. Stateful: each model step gets

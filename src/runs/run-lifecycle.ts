@@ -43,6 +43,11 @@ export class RunLifecycle {
     return this.state === 'ended';
   }
 
+  /** Whether TOOL_CALL_END of this call has been emitted (a result may follow it, never precede it). */
+  toolCallEnded(toolCallId: string): boolean {
+    return this.toolCalls.get(toolCallId)?.ended === true;
+  }
+
   start(): void {
     if (this.state !== 'new') return;
     this.state = 'open';

@@ -1,5 +1,6 @@
-import { Body, Controller, HttpCode, Inject, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
 import {
+  ApiAcceptedResponse,
   ApiBadRequestResponse,
   ApiConflictResponse,
   ApiNotFoundResponse,
@@ -10,7 +11,10 @@ import type { FastifyReply } from 'fastify';
 import { CurrentPrincipal, type Principal } from '../auth/principal';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { DomainError } from '../common/errors';
 import { RunAgentInputDto } from './dto/run-agent-input.dto';
+import { RunView } from './dto/run-view.dto';
+import { ToolResultDto } from './dto/tool-result.dto';
 import { RunsService } from './runs.service';
 import { SseWriter } from './sse-writer';
 
@@ -40,5 +44,53 @@ export class RunsController {
   ): Promise<void> {
     const events$ = await this.runs.start(input, principal);
     new SseWriter(reply, events$, this.config.heartbeatMs);
+  }
+
+  /** A frontend tool's result, delivered to the waiting run on whichever instance holds it. */
+  @Post('runs/:runId/tool-calls/:toolCallId/result')
+  @HttpCode(202)
+  @ApiAcceptedResponse({ description: 'The result reached the run' })
+  @ApiBadRequestResponse({ description: 'VALIDATION_FAILED: not an object, or neither content nor error' })
+  @ApiNotFoundResponse({
+    description: "NOT_FOUND: unknown run (or another owner's), or unknown tool call of a live run",
+  })
+  @ApiConflictResponse({ description: 'TOOL_RESULT_ALREADY_SUBMITTED, or RUN_NOT_ACTIVE for an ended run' })
+  async submitToolResult(
+    @Param('runId') runId: string,
+    @Param('toolCallId') toolCallId: string,
+    @Body() body: ToolResultDto,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<{ accepted: true }> {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new DomainError('VALIDATION_FAILED', 'The body must be an object with content or error');
+    }
+    if (body.content === undefined && body.error === undefined) {
+      throw new DomainError('VALIDATION_FAILED', 'The body needs content or error', [
+        { path: 'content', message: 'content or error is required' },
+      ]);
+    }
+    await this.runs.submitToolResult(runId, toolCallId, principal, body);
+    return { accepted: true };
+  }
+
+  /** Stops a run: the model call and pending tool waits; its stream ends with RUN_ERROR CANCELLED. */
+  @Post('runs/:runId/cancel')
+  @HttpCode(202)
+  @ApiAcceptedResponse({ description: 'The run is being cancelled' })
+  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
+  @ApiConflictResponse({ description: 'RUN_NOT_ACTIVE: the run has ended' })
+  async cancel(
+    @Param('runId') runId: string,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<{ accepted: true }> {
+    await this.runs.cancel(runId, principal);
+    return { accepted: true };
+  }
+
+  /** A run's status and the frontend tool calls it waits for. */
+  @Get('runs/:runId')
+  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
+  getRun(@Param('runId') runId: string, @CurrentPrincipal() principal: Principal): Promise<RunView> {
+    return this.runs.get(runId, principal);
   }
 }

@@ -39,8 +39,10 @@ export class RunsRepository {
   /** Records how a run ended. Only a run still in progress is changed. */
   async finish(id: string, resourceId: string, end: RunEnd): Promise<void> {
     await this.runs.query(
-      `UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now()
-        WHERE id = $1 AND resource_id = $2 AND status IN ('running', 'waiting_for_tool')`,
+      `WITH ended AS (
+         UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now()
+          WHERE id = $1 AND resource_id = $2 AND status IN ('running', 'waiting_for_tool') RETURNING id)
+       UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'`,
       [id, resourceId, end.status, end.code ?? null, end.message ?? null],
     );
   }

@@ -1,47 +1,42 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Observable, Subscriber } from 'rxjs';
 import { AgentsService, RegisteredAgent } from '../agents/agents.service';
+import { frontendTool } from '../agents/tools/run-tools';
 import { Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { aguiToModelMessages, contextToModelMessages, ModelMessage } from '../threads/agui-to-model';
-import { AguiEvent, RunErrorCode } from './agui-events';
-import { RunAgentInputDto } from './dto/run-agent-input.dto';
-import { MastraChunk, MastraToAgui, Outcome } from './mastra-to-agui';
-import { RunLifecycle } from './run-lifecycle';
-import { RunEnd, RunsRepository } from './runs.repository';
+import { aguiToModelMessages, contextToModelMessages } from '../threads/agui-to-model';
+import { AguiEvent } from './agui-events';
+import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
+import { RunView } from './dto/run-view.dto';
+import { FrontendToolBroker } from './frontend-tools.broker';
+import { PreparedRun, RunDeps, RunExecution } from './run-execution';
+import { RunsRepository } from './runs.repository';
+import { ToolCallsRepository } from './tool-calls.repository';
 
-type PreparedRun = {
-  input: RunAgentInputDto;
-  principal: Principal;
-  agent: RegisteredAgent;
-  messages: ModelMessage[];
-  context: ModelMessage[];
-};
-
-type Ending = { end: RunEnd; terminal: { code: RunErrorCode; message: string } | undefined };
-
-/** Why a run stopped early when it was not the model's doing. */
-class StopReason extends Error {
-  constructor(
-    readonly code: RunErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Starts runs: validates what the stream cannot, records the run, and returns its event Observable. */
+/** Starts runs: refuses what can be refused before streaming, records the run, returns its event Observable. */
 @Injectable()
 export class RunsService {
   private readonly log = new Logger(RunsService.name);
+  private readonly shadowWarned = new Set<string>();
+  private readonly deps: RunDeps;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly agents: AgentsService,
     private readonly runs: RunsRepository,
-  ) {}
+    private readonly toolCalls: ToolCallsRepository,
+    private readonly broker: FrontendToolBroker,
+  ) {
+    this.deps = {
+      runs,
+      toolCalls,
+      broker,
+      frontendToolTimeoutMs: config.frontendToolTimeoutMs,
+      log: this.log,
+    };
+  }
 
   /**
    * Everything that can be refused is refused here, before any byte is streamed. The Observable
@@ -56,6 +51,42 @@ export class RunsService {
       agentId: prepared.agent.definition.id,
     });
     return new Observable<AguiEvent>((subscriber) => this.execute(prepared, subscriber));
+  }
+
+  async get(runId: string, principal: Principal): Promise<RunView> {
+    const run = await this.runs.findOne(runId, principal.resourceId);
+    if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
+    const active = run.status === 'running' || run.status === 'waiting_for_tool';
+    return {
+      id: run.id,
+      threadId: run.threadId,
+      agentId: run.agentId,
+      status: run.status,
+      startedAt: run.startedAt.toISOString(),
+      ...(run.finishedAt ? { finishedAt: run.finishedAt.toISOString() } : {}),
+      ...(run.errorCode
+        ? { error: { code: run.errorCode, message: run.errorMessage ?? run.errorCode } }
+        : {}),
+      pendingToolCalls: active ? await this.toolCalls.pending(run.id) : [],
+    };
+  }
+
+  async submitToolResult(
+    runId: string,
+    toolCallId: string,
+    principal: Principal,
+    result: { content?: unknown; error?: string },
+  ): Promise<void> {
+    await this.toolCalls.submit(runId, principal.resourceId, toolCallId, result);
+  }
+
+  async cancel(runId: string, principal: Principal): Promise<void> {
+    const run = await this.runs.findOne(runId, principal.resourceId);
+    if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
+    if (run.status !== 'running' && run.status !== 'waiting_for_tool') {
+      throw new DomainError('RUN_NOT_ACTIVE', `Run '${runId}' is not active`);
+    }
+    await this.broker.requestCancel(runId);
   }
 
   private prepare(input: RunAgentInputDto, principal: Principal): PreparedRun {
@@ -85,122 +116,55 @@ export class RunsService {
         { path: 'forwardedProps.agentId', message: 'must be a string' },
       ]);
     }
+    const agent = this.agents.get(agentId);
     return {
       input,
       principal,
-      agent: this.agents.get(agentId),
+      agent,
       messages: aguiToModelMessages(input.messages),
       context: contextToModelMessages(input.context),
+      frontendTools: this.frontendTools(agent, input.tools),
+      maxSteps: agent.definition.defaults?.maxSteps ?? limits.maxSteps,
     };
   }
 
-  /** Subscribes one run: RUN_STARTED at once, then the engine; unsubscribing aborts the engine. */
+  /** Declared tools, except those named like a server tool: the server tool wins (CONTRACT section 4). */
+  private frontendTools(agent: RegisteredAgent, tools: ToolDto[]): PreparedRun['frontendTools'] {
+    const out: PreparedRun['frontendTools'] = {};
+    for (const tool of tools) {
+      if (agent.serverToolNames.has(tool.name)) {
+        const key = `${agent.definition.id}/${tool.name}`;
+        if (!this.shadowWarned.has(key)) {
+          this.shadowWarned.add(key);
+          this.log.warn(
+            `declared tool '${tool.name}' has the name of a server tool of '${agent.definition.id}'; the server tool runs`,
+          );
+        }
+        continue;
+      }
+      out[tool.name] = frontendTool(tool);
+    }
+    return out;
+  }
+
+  /** Subscribes one run: RUN_STARTED at once, then the engine; unsubscribing aborts it. */
   private execute(run: PreparedRun, subscriber: Subscriber<AguiEvent>): () => void {
-    const { threadId, runId } = run.input;
-    const abort = new AbortController();
-    const lifecycle = new RunLifecycle({
-      threadId,
-      runId,
-      emit: (event) => subscriber.next(event),
-      warn: (message) => this.log.warn(`run ${runId}: ${message}`),
-    });
-    lifecycle.start();
+    const execution = new RunExecution(run, this.deps, (event) => subscriber.next(event));
+    execution.start();
     // The engine starts on the next turn, once RUN_STARTED has been written.
     setImmediate(() => {
-      this.drive(run, lifecycle, abort.signal)
+      execution
+        .drive()
         .catch((err: unknown) => {
-          this.log.error(err instanceof Error ? (err.stack ?? err.message) : 'run failed', `run ${runId}`);
-          lifecycle.fail('INTERNAL', 'The run failed unexpectedly');
+          this.log.error(
+            err instanceof Error ? (err.stack ?? err.message) : 'run failed',
+            `run ${run.input.runId}`,
+          );
         })
         .finally(() => subscriber.complete());
     });
     return () => {
-      if (!lifecycle.ended) abort.abort(new StopReason('CANCELLED', 'The client disconnected'));
+      if (!execution.ended) execution.stop('CANCELLED', 'The client disconnected');
     };
-  }
-
-  private async drive(run: PreparedRun, lifecycle: RunLifecycle, signal: AbortSignal): Promise<void> {
-    let outcome: Outcome | undefined;
-    let failure: unknown;
-    const translator = new MastraToAgui();
-    try {
-      const output = await run.agent.agent.stream(run.messages, {
-        abortSignal: signal,
-        maxSteps: run.agent.definition.defaults?.maxSteps ?? this.config.limits.maxSteps,
-        context: run.context as any,
-      });
-      const reader = (output.fullStream as ReadableStream<MastraChunk>).getReader();
-      const stopReading = () => void reader.cancel().catch(() => undefined);
-      signal.addEventListener('abort', stopReading, { once: true });
-      try {
-        while (!outcome) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          const translation = translator.translate(value);
-          for (const event of translation.events) lifecycle.push(event);
-          outcome = translation.outcome;
-        }
-      } finally {
-        signal.removeEventListener('abort', stopReading);
-        if (outcome) void reader.cancel().catch(() => undefined);
-      }
-    } catch (err) {
-      failure = err;
-    }
-    await this.end(run, lifecycle, this.ending(outcome, failure, signal));
-  }
-
-  private ending(outcome: Outcome | undefined, failure: unknown, signal: AbortSignal): Ending {
-    if (signal.aborted) {
-      const reason =
-        signal.reason instanceof StopReason
-          ? signal.reason
-          : new StopReason('CANCELLED', 'The run was cancelled');
-      return {
-        end: {
-          status: reason.code === 'CANCELLED' ? 'cancelled' : 'error',
-          code: reason.code,
-          message: reason.message,
-        },
-        terminal: { code: reason.code, message: reason.message },
-      };
-    }
-    if (failure !== undefined) {
-      this.log.error(
-        failure instanceof Error ? (failure.stack ?? failure.message) : 'run failed',
-        'run failed',
-      );
-      return this.failed('INTERNAL', 'The run failed unexpectedly');
-    }
-    switch (outcome?.kind) {
-      case 'finished':
-        return { end: { status: 'finished' }, terminal: undefined };
-      case 'error':
-        return this.failed('MODEL_ERROR', outcome.message);
-      case 'aborted':
-        return {
-          end: { status: 'cancelled', code: 'CANCELLED', message: 'The run was cancelled' },
-          terminal: { code: 'CANCELLED', message: 'The run was cancelled' },
-        };
-      default:
-        return this.failed('MODEL_ERROR', 'The model stream ended unexpectedly');
-    }
-  }
-
-  private failed(code: RunErrorCode, message: string): Ending {
-    return { end: { status: 'error', code, message }, terminal: { code, message } };
-  }
-
-  /** Records the final status first, so a client that sees the terminal event can rely on it. */
-  private async end(run: PreparedRun, lifecycle: RunLifecycle, ending: Ending): Promise<void> {
-    let terminal = ending.terminal;
-    try {
-      await this.runs.finish(run.input.runId, run.principal.resourceId, ending.end);
-    } catch (err) {
-      this.log.error(`run ${run.input.runId}: could not record its end: ${(err as Error).message}`);
-      terminal ??= { code: 'INTERNAL', message: 'The run could not be recorded' };
-    }
-    if (terminal) lifecycle.fail(terminal.code, terminal.message);
-    else lifecycle.finish();
   }
 }

@@ -58,3 +58,73 @@ export async function runToFrames(
 }
 
 export const types = (frames: Frame[]) => frames.map((f) => f.event.type as string);
+
+/** A run read as it streams: wait for a given event, then act (post a tool result, cancel, disconnect). */
+export type LiveRun = {
+  frames: Frame[];
+  raw: () => string;
+  waitFor: (
+    predicate: (event: Record<string, any>) => boolean,
+    timeoutMs?: number,
+  ) => Promise<Record<string, any>>;
+  done: Promise<Frame[]>;
+};
+
+export async function openRun(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<LiveRun> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 200) throw new Error(`run refused: ${res.status} ${await res.text()}`);
+  let text = '';
+  const frames: Frame[] = [];
+  const listeners = new Set<() => void>();
+  const decoder = new TextDecoder();
+  const done = (async () => {
+    const reader = res.body!.getReader();
+    for (;;) {
+      const { done: end, value } = await reader.read();
+      if (end) break;
+      text += decoder.decode(value, { stream: true });
+      const complete = text.slice(0, text.lastIndexOf('\n\n') + 2);
+      if (complete) {
+        frames.splice(0, frames.length, ...parseFrames(complete).frames);
+        listeners.forEach((l) => l());
+      }
+    }
+    frames.splice(0, frames.length, ...parseFrames(text).frames);
+    listeners.forEach((l) => l());
+    return frames;
+  })();
+  const waitFor: LiveRun['waitFor'] = (predicate, timeoutMs = 10_000) =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        const hit = frames.find((f) => predicate(f.event));
+        if (hit) {
+          cleanup();
+          resolve(hit.event);
+        }
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(
+          new Error(
+            `event not seen within ${timeoutMs} ms; saw ${frames.map((f) => f.event.type).join(',')}`,
+          ),
+        );
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        listeners.delete(check);
+      };
+      listeners.add(check);
+      void done.then(check, () => undefined);
+      check();
+    });
+  return { frames, raw: () => text, waitFor, done };
+}

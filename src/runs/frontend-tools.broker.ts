@@ -1,0 +1,65 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { PgNotifications } from '../database/pg-notifications.service';
+import { RunErrorCode } from './agui-events';
+import { ToolCallsRepository, ToolResult } from './tool-calls.repository';
+
+type Stop = (code: RunErrorCode, message: string) => void;
+
+/**
+ * Connects the runs this instance holds with results and cancels posted to any instance: the
+ * posting instance writes the table and NOTIFYs; the holding instance takes the row. A result posted
+ * before the run starts waiting is already in the table when the wait begins, so it is not lost.
+ */
+@Injectable()
+export class FrontendToolBroker implements OnModuleInit {
+  private readonly waiters = new Map<string, () => void>();
+  private readonly activeRuns = new Map<string, Stop>();
+
+  constructor(
+    private readonly notifications: PgNotifications,
+    private readonly toolCalls: ToolCallsRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.notifications.on('io_bridge_tool_result', (key) => this.waiters.get(key)?.());
+    this.notifications.on('io_bridge_run_cancel', (runId) =>
+      this.activeRuns.get(runId)?.('CANCELLED', 'The run was cancelled'),
+    );
+    this.notifications.onReconnect(() => this.waiters.forEach((check) => check()));
+  }
+
+  /** Makes a run on this instance reachable by the cancel route of any instance. */
+  track(runId: string, stop: Stop): () => void {
+    this.activeRuns.set(runId, stop);
+    return () => this.activeRuns.delete(runId);
+  }
+
+  async requestCancel(runId: string): Promise<void> {
+    await this.notifications.notify('io_bridge_run_cancel', runId);
+  }
+
+  /** Resolves with the posted result; rejects with the signal's reason when the run stops first. */
+  wait(runId: string, toolCallId: string, signal: AbortSignal): Promise<ToolResult> {
+    const key = `${runId} ${toolCallId}`;
+    return new Promise<ToolResult>((resolve, reject) => {
+      let settled = false;
+      const settle = (done: () => void) => {
+        if (settled) return;
+        settled = true;
+        this.waiters.delete(key);
+        signal.removeEventListener('abort', onAbort);
+        done();
+      };
+      const onAbort = () => settle(() => reject(signal.reason as Error));
+      const check = () =>
+        void this.toolCalls.take(runId, toolCallId).then(
+          (result) => result && settle(() => resolve(result)),
+          (err: Error) => settle(() => reject(err)),
+        );
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiters.set(key, check);
+      check();
+    });
+  }
+}

@@ -1,0 +1,222 @@
+import { Logger } from '@nestjs/common';
+import { RequestContext } from '@mastra/core/request-context';
+import { Tool } from '@mastra/core/tools';
+import { RegisteredAgent } from '../agents/agents.service';
+import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run-tools';
+import { Principal } from '../auth/principal';
+import { ModelMessage } from '../threads/agui-to-model';
+import { AguiEvent, RunErrorCode } from './agui-events';
+import { RunAgentInputDto } from './dto/run-agent-input.dto';
+import { FrontendToolBroker } from './frontend-tools.broker';
+import { MastraChunk, MastraToAgui, Outcome } from './mastra-to-agui';
+import { RunLifecycle } from './run-lifecycle';
+import { RunEnd, RunsRepository } from './runs.repository';
+import { ToolCallsRepository } from './tool-calls.repository';
+
+/** A run that passed every check before streaming, with its model input ready. */
+export type PreparedRun = {
+  input: RunAgentInputDto;
+  principal: Principal;
+  agent: RegisteredAgent;
+  messages: ModelMessage[];
+  context: ModelMessage[];
+  frontendTools: Record<string, Tool<any, any, any, any, any, any, any>>;
+  maxSteps: number;
+};
+
+export type RunDeps = {
+  runs: RunsRepository;
+  toolCalls: ToolCallsRepository;
+  broker: FrontendToolBroker;
+  frontendToolTimeoutMs: number;
+  log: Logger;
+};
+
+type Ending = { end: RunEnd; terminal: { code: RunErrorCode; message: string } | undefined };
+
+/** Why a run stopped when it was not the model's doing. */
+export class StopReason extends Error {
+  constructor(
+    readonly code: RunErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * One run on this instance: drives the Mastra stream through the translator into the lifecycle
+ * guard, gives tools their run (results as soon as they exist, frontend waits), and records the end
+ * before the terminal event is sent.
+ */
+export class RunExecution implements RunToolContext {
+  private readonly abort = new AbortController();
+  private readonly translator = new MastraToAgui();
+  /** Results reported before their TOOL_CALL_END went out; sent right after it. */
+  private readonly stashed = new Map<string, unknown>();
+  private readonly frontendCalls = new Set<string>();
+  private readonly lifecycle: RunLifecycle;
+  private untrack: () => void = () => undefined;
+
+  constructor(
+    private readonly run: PreparedRun,
+    private readonly deps: RunDeps,
+    emit: (event: AguiEvent) => void,
+  ) {
+    const { runId, threadId } = run.input;
+    this.lifecycle = new RunLifecycle({
+      threadId,
+      runId,
+      emit,
+      warn: (message) => deps.log.warn(`run ${runId}: ${message}`),
+    });
+  }
+
+  get ended(): boolean {
+    return this.lifecycle.ended;
+  }
+
+  /** Emits RUN_STARTED; the engine starts with `drive()`. */
+  start(): void {
+    this.lifecycle.start();
+    this.untrack = this.deps.broker.track(this.run.input.runId, (code, message) => this.stop(code, message));
+  }
+
+  stop(code: RunErrorCode, message: string): void {
+    if (!this.abort.signal.aborted) this.abort.abort(new StopReason(code, message));
+  }
+
+  async drive(): Promise<void> {
+    let outcome: Outcome | undefined;
+    let failure: unknown;
+    const signal = this.abort.signal;
+    try {
+      const requestContext = new RequestContext();
+      requestContext.set(RUN_CONTEXT_KEY, this);
+      const output = await this.run.agent.agent.stream(this.run.messages, {
+        abortSignal: signal,
+        maxSteps: this.run.maxSteps,
+        context: this.run.context as any,
+        toolsets: { frontend: this.run.frontendTools },
+        requestContext,
+      });
+      const reader = (output.fullStream as ReadableStream<MastraChunk>).getReader();
+      const stopReading = () => void reader.cancel().catch(() => undefined);
+      signal.addEventListener('abort', stopReading, { once: true });
+      try {
+        while (!outcome) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          outcome = await this.handle(value);
+        }
+      } finally {
+        signal.removeEventListener('abort', stopReading);
+        if (outcome) void reader.cancel().catch(() => undefined);
+      }
+    } catch (err) {
+      failure = err;
+    } finally {
+      this.untrack();
+    }
+    await this.end(this.ending(outcome, failure));
+  }
+
+  private async handle(chunk: MastraChunk): Promise<Outcome | undefined> {
+    const p = chunk.payload ?? {};
+    if (chunk.type === 'tool-call' && this.run.frontendTools[p.toolName] !== undefined) {
+      // Recorded before TOOL_CALL_END goes out, so a result posted right after it finds its call.
+      await this.deps.toolCalls.register(this.run.input.runId, p.toolCallId, p.toolName);
+      this.frontendCalls.add(p.toolCallId);
+    }
+    if (
+      (chunk.type === 'tool-result' || chunk.type === 'tool-error') &&
+      this.frontendCalls.has(p.toolCallId)
+    ) {
+      // Mastra refused the call (arguments not matching the schema) without waiting for the frontend.
+      void this.deps.toolCalls.abandon(this.run.input.runId, p.toolCallId).catch(() => undefined);
+    }
+    const translation = this.translator.translate(chunk);
+    for (const event of translation.events) {
+      this.lifecycle.push(event);
+      if (event.type === 'TOOL_CALL_END' && event.toolCallId && this.stashed.has(event.toolCallId)) {
+        const content = this.stashed.get(event.toolCallId);
+        this.stashed.delete(event.toolCallId);
+        this.lifecycle.push({ type: 'TOOL_CALL_RESULT', toolCallId: event.toolCallId, content });
+      }
+    }
+    return translation.outcome;
+  }
+
+  reportResult(toolCallId: string, content: unknown): void {
+    if (this.lifecycle.toolCallEnded(toolCallId)) {
+      this.lifecycle.push({ type: 'TOOL_CALL_RESULT', toolCallId, content });
+    } else {
+      this.stashed.set(toolCallId, content);
+    }
+  }
+
+  async waitForFrontendResult(toolCallId: string): Promise<ToolResult> {
+    const timeoutMs = this.deps.frontendToolTimeoutMs;
+    const timer = setTimeout(
+      () => this.stop('TOOL_RESULT_TIMEOUT', `No result for tool call ${toolCallId} within ${timeoutMs} ms`),
+      timeoutMs,
+    );
+    try {
+      return await this.deps.broker.wait(this.run.input.runId, toolCallId, this.abort.signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private ending(outcome: Outcome | undefined, failure: unknown): Ending {
+    const signal = this.abort.signal;
+    if (signal.aborted) {
+      const reason =
+        signal.reason instanceof StopReason
+          ? signal.reason
+          : new StopReason('CANCELLED', 'The run was cancelled');
+      return {
+        end: {
+          status: reason.code === 'CANCELLED' ? 'cancelled' : 'error',
+          code: reason.code,
+          message: reason.message,
+        },
+        terminal: { code: reason.code, message: reason.message },
+      };
+    }
+    if (failure !== undefined) {
+      this.deps.log.error(
+        failure instanceof Error ? (failure.stack ?? failure.message) : 'run failed',
+        `run ${this.run.input.runId}`,
+      );
+      return failed('INTERNAL', 'The run failed unexpectedly');
+    }
+    switch (outcome?.kind) {
+      case 'finished':
+        return { end: { status: 'finished' }, terminal: undefined };
+      case 'error':
+        return failed('MODEL_ERROR', outcome.message);
+      case 'aborted':
+        return failed('CANCELLED', 'The run was cancelled', 'cancelled');
+      default:
+        return failed('MODEL_ERROR', 'The model stream ended unexpectedly');
+    }
+  }
+
+  /** Records the final status first, so a client that sees the terminal event can rely on it. */
+  private async end(ending: Ending): Promise<void> {
+    let terminal = ending.terminal;
+    try {
+      await this.deps.runs.finish(this.run.input.runId, this.run.principal.resourceId, ending.end);
+    } catch (err) {
+      this.deps.log.error(`run ${this.run.input.runId}: could not record its end: ${(err as Error).message}`);
+      terminal ??= { code: 'INTERNAL', message: 'The run could not be recorded' };
+    }
+    if (terminal) this.lifecycle.fail(terminal.code, terminal.message);
+    else this.lifecycle.finish();
+  }
+}
+
+function failed(code: RunErrorCode, message: string, status: 'error' | 'cancelled' = 'error'): Ending {
+  return { end: { status, code, message }, terminal: { code, message } };
+}
