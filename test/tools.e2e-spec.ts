@@ -69,6 +69,16 @@ describe('tools in the run', () => {
     expect(types(frames).at(-1)).toBe('RUN_FINISHED');
   });
 
+  it('runs a declared tool named like a server tool as the server tool, without waiting', async () => {
+    const shadow = { name: 'calculate', description: 'frontend calculator', parameters: { type: 'object' } };
+    const input = runInput('/tool calculate {"expression":"6*7"}', { tools: [shadow] });
+    const { frames } = await runToFrames(t.runUrl, input);
+    assertStreamRules(frames, input);
+    const result = frames.find((f) => f.event.type === 'TOOL_CALL_RESULT')!.event;
+    expect(JSON.parse(result.content)).toEqual({ expression: '6*7', result: 42 });
+    expect(types(frames).at(-1)).toBe('RUN_FINISHED');
+  });
+
   it('is rebuilt by the official client: assistant with toolCalls, tool message, final answer', async () => {
     const agent = new HttpAgent({ url: t.runUrl, threadId: uid('thread') });
     agent.addMessage({

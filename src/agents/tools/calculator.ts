@@ -2,15 +2,15 @@
  * A small arithmetic parser (never `eval`): numbers, + - * / % ^, parentheses, unary minus, and the
  * functions sqrt, abs, round, floor, ceil, min, max. Precedence climbing over a token list.
  */
-const FUNCTIONS: Record<string, (...args: number[]) => number> = {
-  sqrt: Math.sqrt,
-  abs: Math.abs,
-  round: Math.round,
-  floor: Math.floor,
-  ceil: Math.ceil,
-  min: Math.min,
-  max: Math.max,
-};
+const FUNCTIONS = new Map<string, (...args: number[]) => number>([
+  ['sqrt', Math.sqrt],
+  ['abs', Math.abs],
+  ['round', Math.round],
+  ['floor', Math.floor],
+  ['ceil', Math.ceil],
+  ['min', Math.min],
+  ['max', Math.max],
+]);
 
 export class ExpressionError extends Error {}
 
@@ -24,7 +24,10 @@ function tokenize(text: string): Token[] {
     if (/^\s*$/.test(text.slice(pos))) break;
     re.lastIndex = pos;
     const m = re.exec(text);
-    if (!m) throw new ExpressionError(`Unexpected character at position ${pos + 1}`);
+    if (!m) {
+      const at = pos + (/^\s*/.exec(text.slice(pos))?.[0].length ?? 0);
+      throw new ExpressionError(`Unexpected character at position ${at + 1}`);
+    }
     pos = re.lastIndex;
     if (m[1] !== undefined) tokens.push({ kind: 'num', value: Number(m[1]) });
     else if (m[2] !== undefined) tokens.push({ kind: 'name', value: m[2] });
@@ -71,7 +74,7 @@ export function evaluate(expression: string): number {
     if (t.kind === 'name') {
       if (t.value === 'pi') return Math.PI;
       if (t.value === 'e') return Math.E;
-      const fn = FUNCTIONS[t.value];
+      const fn = FUNCTIONS.get(t.value);
       if (!fn) throw new ExpressionError(`Unknown name '${t.value}'`);
       expectOp('(');
       const args = [expr(0)];
