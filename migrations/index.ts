@@ -1,5 +1,10 @@
 import { CreateRuns1764690000000 } from './1764690000000-create-runs';
 import { CreateRunToolCalls1764690100000 } from './1764690100000-create-run-tool-calls';
+import { CreateThreadsAndMessages1764690200000 } from './1764690200000-create-threads-and-messages';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
-export const migrations = [CreateRuns1764690000000, CreateRunToolCalls1764690100000];
+export const migrations = [
+  CreateRuns1764690000000,
+  CreateRunToolCalls1764690100000,
+  CreateThreadsAndMessages1764690200000,
+];

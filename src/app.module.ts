@@ -5,13 +5,21 @@ import { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { RunsModule } from './runs/runs.module';
+import { ThreadsModule } from './threads/threads.module';
 
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), DatabaseModule, AuthModule, AgentsModule, RunsModule],
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule,
+        AuthModule,
+        AgentsModule,
+        ThreadsModule,
+        RunsModule,
+      ],
     };
   }
 }

@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { migrations } from '../migrations';
 import { runMigrations } from '../src/database/migrate';
 import { startApp } from './support/app';
 import { postRun, runInput } from './support/sse';
@@ -53,10 +54,7 @@ describe('migrations', () => {
     const t = await startApp({ DATABASE_URL: url, MIGRATIONS_RUN: 'false' });
     try {
       expect(await tableExists(url, 'runs')).toBe(false);
-      expect(await runMigrations(url)).toEqual([
-        'CreateRuns1764690000000',
-        'CreateRunToolCalls1764690100000',
-      ]);
+      expect(await runMigrations(url)).toEqual(migrations.map((m) => m.name));
       expect(await runMigrations(url)).toEqual([]);
       expect(await tableExists(url, 'runs')).toBe(true);
       const res = await postRun(t.runUrl, runInput('hi'));

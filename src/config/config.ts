@@ -42,6 +42,8 @@ const envSchema = z.object({
   MAX_TOOLS: int(0, 1000).default(128),
   MAX_STEPS: int(1, 100).default(10),
   FRONTEND_TOOL_TIMEOUT_MS: int(1, 86_400_000).default(300_000),
+  RUN_LEASE_MS: int(300, 600_000).default(20_000),
+  LAST_MESSAGES: int(1, 10_000).default(40),
 });
 
 export type AppConfig = {
@@ -62,6 +64,10 @@ export type AppConfig = {
   heartbeatMs: number;
   limits: { maxBodyBytes: number; maxMessages: number; maxTools: number; maxSteps: number };
   frontendToolTimeoutMs: number;
+  /** How long a run's lease lasts without renewal; a dead instance's runs are freed after it. */
+  runLeaseMs: number;
+  /** How many stored messages the model sees by default. */
+  lastMessages: number;
 };
 
 export class ConfigError extends Error {}
@@ -103,5 +109,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxSteps: e.MAX_STEPS,
     },
     frontendToolTimeoutMs: e.FRONTEND_TOOL_TIMEOUT_MS,
+    runLeaseMs: e.RUN_LEASE_MS,
+    lastMessages: e.LAST_MESSAGES,
   };
 }

@@ -5,12 +5,15 @@ import { RegisteredAgent } from '../agents/agents.service';
 import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run-tools';
 import { Principal } from '../auth/principal';
 import { ModelMessage } from '../threads/agui-to-model';
+import { MessageCollector } from '../threads/message-collector';
 import { AguiEvent, RunErrorCode } from './agui-events';
 import { RunAgentInputDto } from './dto/run-agent-input.dto';
 import { FrontendToolBroker } from './frontend-tools.broker';
 import { MastraChunk, MastraToAgui, Outcome } from './mastra-to-agui';
 import { RunLifecycle } from './run-lifecycle';
-import { RunEnd, RunsRepository } from './runs.repository';
+import { ConversationStore } from './conversation.store';
+import { RunLeases } from './run-leases';
+import { RunEnd } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 
 /** A run that passed every check before streaming, with its model input ready. */
@@ -22,10 +25,13 @@ export type PreparedRun = {
   context: ModelMessage[];
   frontendTools: Record<string, Tool<any, any, any, any, any, any, any>>;
   maxSteps: number;
+  /** Store nothing the run produces (memoryOptions.readOnly). */
+  readOnly: boolean;
 };
 
 export type RunDeps = {
-  runs: RunsRepository;
+  conversations: ConversationStore;
+  leases: RunLeases;
   toolCalls: ToolCallsRepository;
   broker: FrontendToolBroker;
   frontendToolTimeoutMs: number;
@@ -56,7 +62,9 @@ export class RunExecution implements RunToolContext {
   private readonly stashed = new Map<string, unknown>();
   private readonly frontendCalls = new Set<string>();
   private readonly lifecycle: RunLifecycle;
+  private readonly collector = new MessageCollector();
   private untrack: () => void = () => undefined;
+  private release: () => void = () => undefined;
 
   constructor(
     private readonly run: PreparedRun,
@@ -67,7 +75,10 @@ export class RunExecution implements RunToolContext {
     this.lifecycle = new RunLifecycle({
       threadId,
       runId,
-      emit,
+      emit: (event) => {
+        this.collector.observe(event);
+        emit(event);
+      },
       warn: (message) => deps.log.warn(`run ${runId}: ${message}`),
     });
   }
@@ -80,6 +91,7 @@ export class RunExecution implements RunToolContext {
   start(): void {
     this.lifecycle.start();
     this.untrack = this.deps.broker.track(this.run.input.runId, (code, message) => this.stop(code, message));
+    this.release = this.deps.leases.hold(this.run.input.runId);
   }
 
   stop(code: RunErrorCode, message: string): void {
@@ -118,7 +130,11 @@ export class RunExecution implements RunToolContext {
     } finally {
       this.untrack();
     }
-    await this.end(this.ending(outcome, failure));
+    try {
+      await this.end(this.ending(outcome, failure));
+    } finally {
+      this.release();
+    }
   }
 
   private async handle(chunk: MastraChunk): Promise<Outcome | undefined> {
@@ -203,11 +219,21 @@ export class RunExecution implements RunToolContext {
     }
   }
 
-  /** Records the final status first, so a client that sees the terminal event can rely on it. */
+  /**
+   * Records the final status and the messages the client was shown first, so a client that sees the
+   * terminal event can rely on both.
+   */
   private async end(ending: Ending): Promise<void> {
     let terminal = ending.terminal;
+    const { runId, threadId } = this.run.input;
     try {
-      await this.deps.runs.finish(this.run.input.runId, this.run.principal.resourceId, ending.end);
+      await this.deps.conversations.endRun({
+        runId,
+        threadId,
+        resourceId: this.run.principal.resourceId,
+        end: ending.end,
+        produced: this.run.readOnly ? [] : this.collector.produced(terminal !== undefined),
+      });
     } catch (err) {
       this.deps.log.error(`run ${this.run.input.runId}: could not record its end: ${(err as Error).message}`);
       terminal ??= { code: 'INTERNAL', message: 'The run could not be recorded' };

@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AgentsModule } from '../agents/agents.module';
+import { ThreadsModule } from '../threads/threads.module';
+import { ConversationStore } from './conversation.store';
+import { RunLeases } from './run-leases';
 import { Run } from './run.entity';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
@@ -9,8 +12,15 @@ import { FrontendToolBroker } from './frontend-tools.broker';
 import { ToolCallsRepository } from './tool-calls.repository';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Run]), AgentsModule],
+  imports: [TypeOrmModule.forFeature([Run]), AgentsModule, ThreadsModule],
   controllers: [RunsController],
-  providers: [RunsService, RunsRepository, ToolCallsRepository, FrontendToolBroker],
+  providers: [
+    RunsService,
+    RunsRepository,
+    ToolCallsRepository,
+    FrontendToolBroker,
+    ConversationStore,
+    RunLeases,
+  ],
 })
 export class RunsModule {}

@@ -1,47 +1,57 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { QueryFailedError, Repository } from 'typeorm';
+import { EntityManager, Repository } from 'typeorm';
 import { DomainError } from '../common/errors';
+import { isUniqueViolation } from '../threads/threads.repository';
 import { Run, RunStatus } from './run.entity';
 
-const UNIQUE_VIOLATION = '23505';
-
-export type NewRun = { id: string; threadId: string; resourceId: string; agentId: string };
+export type NewRun = { id: string; threadId: string; resourceId: string; agentId: string; leaseMs: number };
 export type RunEnd = {
   status: Extract<RunStatus, 'finished' | 'error' | 'cancelled'>;
   code?: string;
   message?: string;
 };
 
-/** Runs, always scoped by their owner's resourceId. */
+const ACTIVE = `status IN ('running', 'waiting_for_tool')`;
+
+/** Runs, scoped by their owner's resourceId wherever a client names one. */
 @Injectable()
 export class RunsRepository {
   constructor(@InjectRepository(Run) private readonly runs: Repository<Run>) {}
 
-  /** Records a new running run; a runId that exists already (any owner) is RUN_ALREADY_EXISTS. */
-  async create(run: NewRun): Promise<void> {
+  /**
+   * Records a new running run holding a lease. A runId used before (by anyone) is RUN_ALREADY_EXISTS;
+   * a thread with an active run is THREAD_BUSY, enforced by a unique index across replicas.
+   */
+  async create(run: NewRun, manager: EntityManager = this.runs.manager): Promise<void> {
     try {
-      await this.runs.query(
-        `INSERT INTO runs (id, thread_id, resource_id, agent_id, status) VALUES ($1, $2, $3, $4, 'running')`,
-        [run.id, run.threadId, run.resourceId, run.agentId],
+      await manager.query(
+        `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
+         VALUES ($1, $2, $3, $4, 'running', now() + $5 * interval '1 millisecond')`,
+        [run.id, run.threadId, run.resourceId, run.agentId, run.leaseMs],
       );
     } catch (err) {
-      if (
-        err instanceof QueryFailedError &&
-        (err.driverError as { code?: string })?.code === UNIQUE_VIOLATION
-      ) {
+      if (isUniqueViolation(err, 'runs_pkey')) {
         throw new DomainError('RUN_ALREADY_EXISTS', `Run '${run.id}' already exists`);
+      }
+      if (isUniqueViolation(err, 'runs_one_active_per_thread')) {
+        throw new DomainError('THREAD_BUSY', `Thread '${run.threadId}' has a run in progress`);
       }
       throw err;
     }
   }
 
-  /** Records how a run ended. Only a run still in progress is changed. */
-  async finish(id: string, resourceId: string, end: RunEnd): Promise<void> {
-    await this.runs.query(
+  /** Records how a run ended; only a run still active is changed. Its unanswered tool calls close with it. */
+  async finish(
+    id: string,
+    resourceId: string,
+    end: RunEnd,
+    manager: EntityManager = this.runs.manager,
+  ): Promise<void> {
+    await manager.query(
       `WITH ended AS (
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now()
-          WHERE id = $1 AND resource_id = $2 AND status IN ('running', 'waiting_for_tool') RETURNING id)
+          WHERE id = $1 AND resource_id = $2 AND ${ACTIVE} RETURNING id)
        UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'`,
       [id, resourceId, end.status, end.code ?? null, end.message ?? null],
     );
@@ -49,5 +59,34 @@ export class RunsRepository {
 
   findOne(id: string, resourceId: string): Promise<Run | null> {
     return this.runs.findOneBy({ id, resourceId });
+  }
+
+  /** Extends the leases of the runs this instance holds. */
+  async renewLeases(ids: string[], leaseMs: number): Promise<void> {
+    if (!ids.length) return;
+    await this.runs.query(
+      `UPDATE runs SET lease_expires_at = now() + $2 * interval '1 millisecond'
+        WHERE id = ANY($1::text[]) AND ${ACTIVE}`,
+      [ids, leaseMs],
+    );
+  }
+
+  /**
+   * Ends active runs whose lease lapsed (their instance died) as `error` INTERRUPTED, which frees
+   * their threads; only those of one thread when `threadId` is given. Returns the ids ended.
+   */
+  async reapLapsed(threadId?: string, manager: EntityManager = this.runs.manager): Promise<string[]> {
+    const rows: Array<{ id: string }> = await manager.query(
+      `WITH lapsed AS (
+         UPDATE runs SET status = 'error', error_code = 'INTERRUPTED',
+                error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()
+          WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
+          RETURNING id),
+       closed AS (
+         UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM lapsed) AND status <> 'done')
+       SELECT id FROM lapsed`,
+      [threadId ?? null],
+    );
+    return rows.map((r) => r.id);
   }
 }

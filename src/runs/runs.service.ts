@@ -12,6 +12,9 @@ import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
 import { RunView } from './dto/run-view.dto';
 import { FrontendToolBroker } from './frontend-tools.broker';
 import { PreparedRun, RunDeps, RunExecution } from './run-execution';
+import { toStored } from '../threads/message-format';
+import { ConversationStore } from './conversation.store';
+import { RunLeases } from './run-leases';
 import { RunsRepository } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 
@@ -28,9 +31,12 @@ export class RunsService {
     private readonly runs: RunsRepository,
     private readonly toolCalls: ToolCallsRepository,
     private readonly broker: FrontendToolBroker,
+    private readonly conversations: ConversationStore,
+    private readonly leases: RunLeases,
   ) {
     this.deps = {
-      runs,
+      conversations,
+      leases,
       toolCalls,
       broker,
       frontendToolTimeoutMs: config.frontendToolTimeoutMs,
@@ -44,12 +50,16 @@ export class RunsService {
    */
   async start(input: RunAgentInputDto, principal: Principal): Promise<Observable<AguiEvent>> {
     const prepared = this.prepare(input, principal);
-    await this.runs.create({
-      id: input.runId,
+    const history = await this.conversations.beginRun({
       threadId: input.threadId,
+      runId: input.runId,
       resourceId: principal.resourceId,
       agentId: prepared.agent.definition.id,
+      incoming: input.messages.map((m) => toStored(m as unknown as Record<string, unknown>)),
+      lastMessages: this.config.lastMessages,
+      leaseMs: this.leases.leaseMs,
     });
+    prepared.messages = aguiToModelMessages(history);
     return new Observable<AguiEvent>((subscriber) => this.execute(prepared, subscriber));
   }
 
@@ -121,10 +131,11 @@ export class RunsService {
       input,
       principal,
       agent,
-      messages: aguiToModelMessages(input.messages),
+      messages: [],
       context: contextToModelMessages(input.context),
       frontendTools: this.frontendTools(agent, input.tools),
       maxSteps: agent.definition.defaults?.maxSteps ?? limits.maxSteps,
+      readOnly: false,
     };
   }
 

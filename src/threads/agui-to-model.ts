@@ -1,4 +1,4 @@
-import type { MessageDto } from '../runs/dto/run-agent-input.dto';
+import { StoredMessage } from './message-format';
 
 /** AI SDK model messages, as Mastra's `agent.stream()` takes them. */
 type TextPart = { type: 'text'; text: string };
@@ -61,7 +61,7 @@ function parseArgs(text: string): unknown {
   }
 }
 
-function toolOutput(m: MessageDto): ToolResultOutput {
+function toolOutput(m: StoredMessage): ToolResultOutput {
   if (m.error) return { type: 'error-text', value: m.error };
   const text = contentText(m.content);
   try {
@@ -73,9 +73,10 @@ function toolOutput(m: MessageDto): ToolResultOutput {
 
 /**
  * AG-UI messages → model messages. `activity` and `reasoning` never reach the model; `developer`
- * becomes `system`; tool results carry the name of the call they answer.
+ * becomes `system`; tool results carry the name of the call they answer, and a result without its
+ * call is left out.
  */
-export function aguiToModelMessages(messages: MessageDto[]): ModelMessage[] {
+export function aguiToModelMessages(messages: StoredMessage[]): ModelMessage[] {
   const toolNames = new Map<string, string>();
   const out: ModelMessage[] = [];
   for (const m of messages) {
@@ -108,12 +109,10 @@ export function aguiToModelMessages(messages: MessageDto[]): ModelMessage[] {
       }
       case 'tool': {
         const toolCallId = m.toolCallId!;
-        const part: ToolResultPart = {
-          type: 'tool-result',
-          toolCallId,
-          toolName: toolNames.get(toolCallId) ?? 'unknown',
-          output: toolOutput(m),
-        };
+        const toolName = toolNames.get(toolCallId);
+        // A result whose call is not in view (history cut at lastMessages) would be refused by providers.
+        if (toolName === undefined) break;
+        const part: ToolResultPart = { type: 'tool-result', toolCallId, toolName, output: toolOutput(m) };
         const previous = out[out.length - 1];
         if (previous?.role === 'tool') previous.content.push(part);
         else out.push({ role: 'tool', content: [part] });

@@ -1,0 +1,232 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager, QueryFailedError } from 'typeorm';
+import { DomainError } from '../common/errors';
+import { StoredMessage } from './message-format';
+
+export type ThreadRow = {
+  id: string;
+  resourceId: string;
+  agentId: string | null;
+  title: string | null;
+  metadata: Record<string, unknown>;
+  createdAt: Date;
+  updatedAt: Date;
+  /** `updated_at` as Postgres prints it, microseconds included: the keyset cursor. */
+  updatedKey: string;
+};
+
+export type MessageRow = { id: string; position: string; body: StoredMessage; createdAt: Date };
+
+const THREAD_COLUMNS = `id, resource_id AS "resourceId", agent_id AS "agentId", title, metadata,
+  created_at AS "createdAt", updated_at AS "updatedAt", updated_at::text AS "updatedKey"`;
+
+const UNIQUE_VIOLATION = '23505';
+
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  if (!(err instanceof QueryFailedError)) return false;
+  const driver = err.driverError as { code?: string; constraint?: string };
+  return driver?.code === UNIQUE_VIOLATION && (constraint === undefined || driver.constraint === constraint);
+}
+
+/**
+ * Threads and messages. Every method that reads or writes them takes the owner's resourceId and
+ * filters on it in SQL: another owner's thread behaves exactly like a missing one.
+ */
+@Injectable()
+export class ThreadsRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** Creates the thread; returns undefined when the id exists already (whoever holds it). */
+  async insert(
+    thread: {
+      id: string;
+      resourceId: string;
+      agentId?: string;
+      title?: string;
+      metadata?: Record<string, unknown>;
+    },
+    manager: EntityManager = this.db.manager,
+  ): Promise<ThreadRow | undefined> {
+    const rows: ThreadRow[] = await manager.query(
+      `INSERT INTO threads (id, resource_id, agent_id, title, metadata) VALUES ($1, $2, $3, $4, $5::jsonb)
+       ON CONFLICT (id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
+      [
+        thread.id,
+        thread.resourceId,
+        thread.agentId ?? null,
+        thread.title ?? null,
+        JSON.stringify(thread.metadata ?? {}),
+      ],
+    );
+    return rows[0];
+  }
+
+  async find(
+    id: string,
+    resourceId: string,
+    manager: EntityManager = this.db.manager,
+  ): Promise<ThreadRow | undefined> {
+    const rows: ThreadRow[] = await manager.query(
+      `SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1 AND resource_id = $2`,
+      [id, resourceId],
+    );
+    return rows[0];
+  }
+
+  /** Whether any owner holds this id (to tell a conflict from a fresh id, revealing nothing else). */
+  async exists(id: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query('SELECT 1 FROM threads WHERE id = $1', [id]);
+    return rows.length > 0;
+  }
+
+  /** Locks the owner's thread for the rest of the transaction; undefined when it is not theirs. */
+  async lock(id: string, resourceId: string, manager: EntityManager): Promise<ThreadRow | undefined> {
+    const rows: ThreadRow[] = await manager.query(
+      `SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1 AND resource_id = $2 FOR UPDATE`,
+      [id, resourceId],
+    );
+    return rows[0];
+  }
+
+  /** Newest `updatedAt` first, keyset pagination on (updated_at, id): stable across inserts. */
+  async list(
+    resourceId: string,
+    opts: { agentId?: string; limit: number; after?: { updatedKey: string; id: string } },
+  ): Promise<ThreadRow[]> {
+    const params: unknown[] = [resourceId, opts.limit];
+    let where = 'resource_id = $1';
+    if (opts.agentId !== undefined) {
+      params.push(opts.agentId);
+      where += ` AND agent_id = $${params.length}`;
+    }
+    if (opts.after) {
+      params.push(opts.after.updatedKey, opts.after.id);
+      where += ` AND (updated_at, id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+    }
+    return this.db.query(
+      `SELECT ${THREAD_COLUMNS} FROM threads WHERE ${where} ORDER BY updated_at DESC, id DESC LIMIT $2`,
+      params,
+    );
+  }
+
+  async update(
+    id: string,
+    resourceId: string,
+    patch: { title?: string; metadata?: Record<string, unknown> },
+  ): Promise<ThreadRow | undefined> {
+    const rows: ThreadRow[] = await this.db.query(
+      `WITH updated AS (
+         UPDATE threads SET
+           title = CASE WHEN $3::boolean THEN $4 ELSE title END,
+           metadata = CASE WHEN $5::boolean THEN $6::jsonb ELSE metadata END,
+           updated_at = now()
+         WHERE id = $1 AND resource_id = $2 RETURNING *)
+       SELECT ${THREAD_COLUMNS} FROM updated`,
+      [
+        id,
+        resourceId,
+        patch.title !== undefined,
+        patch.title ?? null,
+        patch.metadata !== undefined,
+        JSON.stringify(patch.metadata ?? {}),
+      ],
+    );
+    return rows[0];
+  }
+
+  /** Deletes the owner's thread and (by cascade) its messages; returns whether it existed. */
+  async delete(id: string, resourceId: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(
+      `WITH deleted AS (DELETE FROM threads WHERE id = $1 AND resource_id = $2 RETURNING 1) SELECT * FROM deleted`,
+      [id, resourceId],
+    );
+    return rows.length > 0;
+  }
+
+  /** The latest `limit` messages before position `before` (exclusive), oldest first. */
+  async messages(
+    threadId: string,
+    resourceId: string,
+    opts: { limit: number; before?: string },
+    manager: EntityManager = this.db.manager,
+  ): Promise<MessageRow[]> {
+    const rows: MessageRow[] = await manager.query(
+      `SELECT m.id, m.position::text AS position, m.body, m.created_at AS "createdAt"
+         FROM messages m JOIN threads t ON t.id = m.thread_id
+        WHERE m.thread_id = $1 AND t.resource_id = $2 AND ($4::bigint IS NULL OR m.position < $4::bigint)
+        ORDER BY m.position DESC LIMIT $3`,
+      [threadId, resourceId, opts.limit, opts.before ?? null],
+    );
+    return rows.reverse();
+  }
+
+  /** Results of these tool calls stored in the thread (for `ui` parts whose result is on another page). */
+  async toolResults(threadId: string, resourceId: string, toolCallIds: string[]): Promise<MessageRow[]> {
+    if (!toolCallIds.length) return [];
+    return this.db.query(
+      `SELECT m.id, m.position::text AS position, m.body, m.created_at AS "createdAt"
+         FROM messages m JOIN threads t ON t.id = m.thread_id
+        WHERE m.thread_id = $1 AND t.resource_id = $2 AND m.role = 'tool' AND m.body->>'toolCallId' = ANY($3::text[])`,
+      [threadId, resourceId, toolCallIds],
+    );
+  }
+
+  /** The active run of the owner's thread, if any (a deleted thread's run is cancelled first). */
+  async activeRunId(threadId: string, resourceId: string): Promise<string | undefined> {
+    const rows: Array<{ id: string }> = await this.db.query(
+      `SELECT id FROM runs WHERE thread_id = $1 AND resource_id = $2 AND status IN ('running', 'waiting_for_tool')`,
+      [threadId, resourceId],
+    );
+    return rows[0]?.id;
+  }
+
+  /** Which of these message ids the thread stores already. */
+  async storedIds(
+    threadId: string,
+    resourceId: string,
+    ids: string[],
+    manager: EntityManager,
+  ): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const rows: Array<{ id: string }> = await manager.query(
+      `SELECT m.id FROM messages m JOIN threads t ON t.id = m.thread_id
+        WHERE m.thread_id = $1 AND t.resource_id = $2 AND m.id = ANY($3::text[])`,
+      [threadId, resourceId, ids],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** Appends messages after the thread's last one, in order; ids already stored are skipped. */
+  async append(
+    threadId: string,
+    resourceId: string,
+    runId: string,
+    messages: StoredMessage[],
+    manager: EntityManager,
+  ): Promise<void> {
+    if (!messages.length) return;
+    await manager.query(
+      `INSERT INTO messages (thread_id, id, position, role, body, run_id)
+       SELECT $1, m->>'id', base.last + x.ord, m->>'role', m, $3
+         FROM jsonb_array_elements($4::jsonb) WITH ORDINALITY AS x(m, ord),
+              (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id = $1) AS base
+        WHERE EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2)
+       ON CONFLICT (thread_id, id) DO NOTHING`,
+      [threadId, resourceId, runId, JSON.stringify(messages)],
+    );
+  }
+
+  /** Marks the thread as changed now, and gives it a title when it has none. */
+  async touch(
+    threadId: string,
+    resourceId: string,
+    title: string | undefined,
+    manager: EntityManager,
+  ): Promise<void> {
+    await manager.query(
+      `UPDATE threads SET updated_at = now(), title = COALESCE(title, $3) WHERE id = $1 AND resource_id = $2`,
+      [threadId, resourceId, title ?? null],
+    );
+  }
+}

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { AgentsService } from '../agents/agents.service';
+import { Principal } from '../auth/principal';
+import { DomainError } from '../common/errors';
+import { PgNotifications } from '../database/pg-notifications.service';
+import {
+  CreateThreadDto,
+  ListMessagesQueryDto,
+  ListThreadsQueryDto,
+  MessagesPage,
+  ThreadsPage,
+  ThreadView,
+  UpdateThreadDto,
+} from './dto/thread.dto';
+import { toUiMessages } from './message-format';
+import { ThreadRow, ThreadsRepository } from './threads.repository';
+
+function view(row: ThreadRow): ThreadView {
+  return {
+    id: row.id,
+    resourceId: row.resourceId,
+    ...(row.agentId !== null ? { agentId: row.agentId } : {}),
+    ...(row.title !== null ? { title: row.title } : {}),
+    metadata: row.metadata,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+const encodeCursor = (row: ThreadRow) =>
+  Buffer.from(JSON.stringify([row.updatedKey, row.id])).toString('base64url');
+
+function decodeCursor(cursor: string): { updatedKey: string; id: string } {
+  try {
+    const [updatedKey, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof updatedKey === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(updatedKey))) {
+      return { updatedKey, id };
+    }
+  } catch {
+    // falls through to the error below
+  }
+  throw new DomainError('VALIDATION_FAILED', 'Invalid cursor', [
+    { path: 'cursor', message: 'use a nextCursor value' },
+  ]);
+}
+
+/** Threads and their messages, always those of the calling owner. */
+@Injectable()
+export class ThreadsService {
+  constructor(
+    private readonly threads: ThreadsRepository,
+    private readonly agents: AgentsService,
+    private readonly notifications: PgNotifications,
+  ) {}
+
+  /** Creates a thread; the same id again by its owner returns it (created: false); another owner's id is a conflict. */
+  async create(
+    dto: CreateThreadDto,
+    principal: Principal,
+  ): Promise<{ thread: ThreadView; created: boolean }> {
+    if (dto.agentId !== undefined) this.agents.get(dto.agentId);
+    const id = dto.id ?? randomUUID();
+    const created = await this.threads.insert({ id, resourceId: principal.resourceId, ...dto });
+    if (created) return { thread: view(created), created: true };
+    const existing = await this.threads.find(id, principal.resourceId);
+    if (existing) return { thread: view(existing), created: false };
+    throw new DomainError('THREAD_ID_CONFLICT', `Thread id '${id}' cannot be used`);
+  }
+
+  async list(query: ListThreadsQueryDto, principal: Principal): Promise<ThreadsPage> {
+    const limit = query.limit ?? 50;
+    const rows = await this.threads.list(principal.resourceId, {
+      agentId: query.agentId,
+      limit: limit + 1,
+      after: query.cursor ? decodeCursor(query.cursor) : undefined,
+    });
+    const page = rows.slice(0, limit);
+    return {
+      threads: page.map(view),
+      nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]) : null,
+    };
+  }
+
+  async get(id: string, principal: Principal): Promise<ThreadView> {
+    return view(await this.owned(id, principal));
+  }
+
+  async update(id: string, dto: UpdateThreadDto, principal: Principal): Promise<ThreadView> {
+    const row = await this.threads.update(id, principal.resourceId, dto);
+    if (!row) throw notFound(id);
+    return view(row);
+  }
+
+  /** Deletes the thread and its messages, after asking its active run (on any instance) to stop. */
+  async delete(id: string, principal: Principal): Promise<void> {
+    await this.owned(id, principal);
+    const runId = await this.threads.activeRunId(id, principal.resourceId);
+    if (runId) await this.notifications.notify('io_bridge_run_cancel', runId);
+    if (!(await this.threads.delete(id, principal.resourceId))) throw notFound(id);
+  }
+
+  async messages(id: string, query: ListMessagesQueryDto, principal: Principal): Promise<MessagesPage> {
+    await this.owned(id, principal);
+    const limit = query.limit ?? 100;
+    const rows = await this.threads.messages(id, principal.resourceId, {
+      limit: limit + 1,
+      before: query.before,
+    });
+    const page = rows.slice(rows.length > limit ? 1 : 0);
+    const nextCursor = rows.length > limit ? page[0].position : null;
+    if (query.format === 'agui') return { messages: page.map((r) => r.body), nextCursor };
+    const answered = new Set(page.filter((r) => r.body.role === 'tool').map((r) => r.body.toolCallId));
+    const missing = page
+      .flatMap((r) => (r.body.toolCalls ?? []).map((c) => c.id))
+      .filter((c) => !answered.has(c));
+    // Results stored on a newer page than their call still show on the call's part.
+    const later = await this.threads.toolResults(id, principal.resourceId, missing);
+    return { messages: toUiMessages(id, page, later), nextCursor };
+  }
+
+  private async owned(id: string, principal: Principal): Promise<ThreadRow> {
+    const row = await this.threads.find(id, principal.resourceId);
+    if (!row) throw notFound(id);
+    return row;
+  }
+}
+
+const notFound = (id: string) => new DomainError('NOT_FOUND', `Thread '${id}' not found`);
