@@ -68,6 +68,26 @@ function trailingToolResults(prompt: LanguageModelV3Prompt): Array<{ toolName: s
   return out;
 }
 
+/** What the model received, one line per message (newlines shown as \\n): `role: text [tool-call name(args)] [tool-result name=output]`. */
+export function describePrompt(prompt: LanguageModelV3Prompt): string {
+  return prompt
+    .filter((m) => m.role !== 'system')
+    .map((m) => {
+      const oneLine = (text: string) => text.replaceAll('\n', '\\n');
+      if (typeof m.content === 'string') return `${m.role}: ${oneLine(m.content)}`;
+      const parts = m.content.map((p) => {
+        if (p.type === 'text') return oneLine(p.text);
+        if (p.type === 'tool-call') return `[tool-call ${p.toolName}(${JSON.stringify(p.input)})]`;
+        if (p.type === 'tool-result') {
+          return `[tool-result ${p.toolName}=${JSON.stringify((p.output as { value?: unknown }).value ?? null)}]`;
+        }
+        return `[${p.type}]`;
+      });
+      return `${m.role}: ${parts.join(' ')}`;
+    })
+    .join('\n');
+}
+
 let toolCallCounter = 0;
 
 export function planScript(prompt: LanguageModelV3Prompt): Script {
@@ -133,8 +153,10 @@ export function planScript(prompt: LanguageModelV3Prompt): Script {
       };
     case '/json':
       return { parts: [...textParts('t', [arg]), finish('stop')], delayMs: 0 };
+    case '/history':
+      return { parts: [...textParts('t', [describePrompt(prompt)]), finish('stop')], delayMs: 0 };
     case '/bench': {
-      const n = Math.max(1, Math.min(Number(rest[0]) || 1, 1_000_000));
+      const n = Math.max(1, Math.min(Math.floor(Number(rest[0])) || 1, 1_000_000));
       return { parts: [...textParts('t', new Array<string>(n).fill('x ')), finish('stop')], delayMs: 0 };
     }
     default:

@@ -14,7 +14,8 @@ export function dataSourceOptions(url: string, poolSize = 10): DataSourceOptions
     migrations,
     migrationsTableName: 'migrations',
     synchronize: false,
-    logging: ['error'],
+    // Expected constraint violations (THREAD_BUSY, RUN_ALREADY_EXISTS) are mapped, not logged; the rest reach the error filter.
+    logging: false,
     extra: { max: poolSize, application_name: 'io-bridge' },
   };
 }

@@ -40,20 +40,26 @@ export class MastraToAgui {
         return { events: [{ type: 'STEP_FINISHED', stepName: `step-${this.step}` }] };
       case 'reasoning-start':
         return {
-          events: [{ type: 'REASONING_MESSAGE_START', messageId: `${this.stepMessageId}-reasoning` }],
+          events: [
+            { type: 'REASONING_MESSAGE_START', messageId: `${this.stepMessageId}-reasoning-${p.id ?? ''}` },
+          ],
         };
       case 'reasoning-delta':
         return {
           events: [
             {
               type: 'REASONING_MESSAGE_CONTENT',
-              messageId: `${this.stepMessageId}-reasoning`,
+              messageId: `${this.stepMessageId}-reasoning-${p.id ?? ''}`,
               delta: p.text,
             },
           ],
         };
       case 'reasoning-end':
-        return { events: [{ type: 'REASONING_MESSAGE_END', messageId: `${this.stepMessageId}-reasoning` }] };
+        return {
+          events: [
+            { type: 'REASONING_MESSAGE_END', messageId: `${this.stepMessageId}-reasoning-${p.id ?? ''}` },
+          ],
+        };
       case 'tool-call-input-streaming-start':
         this.streamedCalls.add(p.toolCallId);
         return {

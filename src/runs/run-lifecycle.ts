@@ -2,6 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
 import { repairJsonObject } from './json-repair';
 
+/** JSON text of a value; undefined for what JSON cannot hold (a cycle, a BigInt). */
+function safeStringify(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value ?? null);
+  } catch {
+    return undefined;
+  }
+}
+
 type ToolCallState = { name: string; args: string; ended: boolean; resulted: boolean };
 
 export type LifecycleOptions = {
@@ -23,9 +32,11 @@ export class RunLifecycle {
   private openText: string | undefined;
   private openReasoning: string | undefined;
   private parentMessageId: string | undefined;
-  /** Upstream message id → wire id; an id reused after its END gets a fresh wire id. */
+  /** Upstream message id → wire id; an id reused after its END, or already naming another message, gets a fresh one. */
   private readonly textIds = new Map<string, string>();
-  private readonly closedTextIds = new Set<string>();
+  private readonly reasoningIds = new Map<string, string>();
+  /** Every message id sent so far (text, reasoning, tool result): message ids are unique in a run. */
+  private readonly usedMessageIds = new Set<string>();
   private readonly toolCalls = new Map<string, ToolCallState>();
   private readonly openSteps: string[] = [];
   private stepCount = 0;
@@ -93,7 +104,7 @@ export class RunLifecycle {
       case 'REASONING_MESSAGE_END':
         if (
           this.openReasoning !== undefined &&
-          (event.messageId ?? this.openReasoning) === this.openReasoning
+          this.wireReasoningId(event.messageId) === this.openReasoning
         ) {
           this.closeReasoning();
         }
@@ -133,7 +144,19 @@ export class RunLifecycle {
   }
 
   private wireTextId(upstreamId: string | undefined): string | undefined {
-    return upstreamId === undefined ? this.openText : (this.textIds.get(upstreamId) ?? upstreamId);
+    return !upstreamId ? this.openText : (this.textIds.get(upstreamId) ?? upstreamId);
+  }
+
+  private wireReasoningId(upstreamId: string | undefined): string | undefined {
+    return !upstreamId ? this.openReasoning : (this.reasoningIds.get(upstreamId) ?? upstreamId);
+  }
+
+  /** The upstream id when it is usable and unused, otherwise a new one; recorded as used. */
+  private freshMessageId(upstreamId: string | undefined): string {
+    const usable = upstreamId && !this.usedMessageIds.has(upstreamId) && !this.toolCalls.has(upstreamId);
+    const id = usable ? upstreamId : this.newId();
+    this.usedMessageIds.add(id);
+    return id;
   }
 
   private openTextMessage(upstreamId: string | undefined): string {
@@ -142,9 +165,8 @@ export class RunLifecycle {
       if (current === this.openText) return this.openText;
       this.closeText();
     }
-    let wireId = upstreamId ?? this.newId();
-    if (this.closedTextIds.has(wireId) || this.toolCalls.has(wireId)) wireId = this.newId();
-    if (upstreamId !== undefined) this.textIds.set(upstreamId, wireId);
+    const wireId = this.freshMessageId(upstreamId);
+    if (upstreamId) this.textIds.set(upstreamId, wireId);
     this.openText = wireId;
     this.parentMessageId = wireId;
     this.emit({ type: 'TEXT_MESSAGE_START', timestamp: Date.now(), messageId: wireId, role: 'assistant' });
@@ -154,7 +176,7 @@ export class RunLifecycle {
   private textContent(upstreamId: string | undefined, delta: string | undefined): void {
     if (typeof delta !== 'string' || delta.length === 0) return;
     let messageId = this.openText;
-    if (messageId === undefined || (upstreamId !== undefined && this.wireTextId(upstreamId) !== messageId)) {
+    if (messageId === undefined || (upstreamId && this.wireTextId(upstreamId) !== messageId)) {
       messageId = this.openTextMessage(upstreamId);
     }
     this.emit({ type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId, delta });
@@ -163,16 +185,16 @@ export class RunLifecycle {
   private closeText(): void {
     const messageId = this.openText!;
     this.openText = undefined;
-    this.closedTextIds.add(messageId);
     this.emit({ type: 'TEXT_MESSAGE_END', timestamp: Date.now(), messageId });
   }
 
   private openReasoningMessage(upstreamId: string | undefined): string {
     if (this.openReasoning !== undefined) {
-      if (upstreamId === undefined || upstreamId === this.openReasoning) return this.openReasoning;
+      if (this.wireReasoningId(upstreamId) === this.openReasoning) return this.openReasoning;
       this.closeReasoning();
     }
-    const messageId = upstreamId ?? this.newId();
+    const messageId = this.freshMessageId(upstreamId);
+    if (upstreamId) this.reasoningIds.set(upstreamId, messageId);
     this.openReasoning = messageId;
     const timestamp = Date.now();
     this.emit({ type: 'REASONING_START', timestamp, messageId });
@@ -183,7 +205,7 @@ export class RunLifecycle {
   private reasoningContent(upstreamId: string | undefined, delta: string | undefined): void {
     if (typeof delta !== 'string' || delta.length === 0) return;
     let messageId = this.openReasoning;
-    if (messageId === undefined || (upstreamId !== undefined && upstreamId !== messageId)) {
+    if (messageId === undefined || (upstreamId && this.wireReasoningId(upstreamId) !== messageId)) {
       messageId = this.openReasoningMessage(upstreamId);
     }
     this.emit({ type: 'REASONING_MESSAGE_CONTENT', timestamp: Date.now(), messageId, delta });
@@ -203,7 +225,7 @@ export class RunLifecycle {
       return;
     }
     this.toolCalls.set(id, { name, args: '', ended: false, resulted: false });
-    const parentMessageId = parent ?? this.parentMessageId ?? (this.parentMessageId = this.newId());
+    const parentMessageId = parent || this.parentMessageId || (this.parentMessageId = this.newId());
     this.emit({
       type: 'TOOL_CALL_START',
       timestamp: Date.now(),
@@ -222,13 +244,8 @@ export class RunLifecycle {
   private closeToolCall(id: string, call: ToolCallState, parsedArgs: unknown): void {
     call.ended = true;
     let json = repairJsonObject(call.args);
-    if (
-      json === undefined &&
-      parsedArgs !== null &&
-      typeof parsedArgs === 'object' &&
-      !Array.isArray(parsedArgs)
-    ) {
-      json = JSON.stringify(parsedArgs);
+    if (json === undefined && parsedArgs !== null && typeof parsedArgs === 'object') {
+      json = repairJsonObject(safeStringify(parsedArgs) ?? '');
     }
     if (json === undefined) {
       if (call.args.trim())
@@ -252,9 +269,12 @@ export class RunLifecycle {
     this.emit({
       type: 'TOOL_CALL_RESULT',
       timestamp: Date.now(),
-      messageId: messageId ?? this.newId(),
+      messageId: this.freshMessageId(messageId),
       toolCallId: id!,
-      content: typeof content === 'string' ? content : (JSON.stringify(content) ?? 'null'),
+      content:
+        typeof content === 'string'
+          ? content
+          : (safeStringify(content) ?? '{"error":"The tool result could not be serialized"}'),
       role: 'tool',
     });
   }

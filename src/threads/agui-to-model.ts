@@ -35,6 +35,7 @@ function toUserPart(part: ContentPart): TextPart | ImagePart | FilePart | undefi
   const { source } = part;
   // A provider-issued file handle cannot be resolved by a generic model call.
   if (source.type === 'file') return undefined;
+  if (source.type === 'url' && !URL.canParse(source.value)) return undefined;
   const data = source.type === 'url' ? new URL(source.value) : source.value;
   const mediaType = source.mimeType ?? DEFAULT_MEDIA_TYPE[part.type];
   if (part.type === 'image') return { type: 'image', image: data, mediaType };

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, QueryFailedError } from 'typeorm';
-import { DomainError } from '../common/errors';
 import { StoredMessage } from './message-format';
 
 export type ThreadRow = {

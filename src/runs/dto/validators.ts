@@ -24,6 +24,7 @@ function contentPartProblem(part: unknown): string | undefined {
     return 'needs a source {type: data|url|file, value}';
   }
   if (source.type === 'data' && typeof source.mimeType !== 'string') return 'data source needs a mimeType';
+  if (source.type === 'url' && !URL.canParse(source.value)) return 'url source needs an absolute URL';
   if (source.mimeType !== undefined && typeof source.mimeType !== 'string')
     return 'mimeType must be a string';
   return undefined;

@@ -1,0 +1,218 @@
+import { AppConfig, ConfigError, loadConfig } from './config';
+
+/** The error loadConfig throws for `env`, or a failure when it throws none. */
+function configError(env: Record<string, string | undefined>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+/** The variable names a ConfigError message lists, one `  NAME: reason` line each. */
+const namedVariables = (error: Error): string[] =>
+  [...error.message.matchAll(/^ {2}([A-Z_]+): /gm)].map((m) => m[1]).sort();
+
+const DEFAULTS: AppConfig = {
+  env: 'development',
+  host: '127.0.0.1',
+  port: 3000,
+  prefix: '/io-bridge',
+  logLevel: 'log',
+  database: {
+    url: undefined,
+    poolSize: 10,
+    embeddedDir: '.data/postgres',
+    embeddedPort: 54329,
+    migrationsRun: true,
+  },
+  model: { id: 'scripted', openaiBaseUrl: undefined, openaiApiKey: undefined },
+  defaultAgentId: 'assistant',
+  heartbeatMs: 15_000,
+  limits: { maxBodyBytes: 4 * 1024 * 1024, maxMessages: 1000, maxTools: 128, maxSteps: 10 },
+  frontendToolTimeoutMs: 300_000,
+  runLeaseMs: 20_000,
+  lastMessages: 40,
+};
+
+describe('loadConfig', () => {
+  describe('defaults', () => {
+    it('an empty environment gives the documented defaults', () => {
+      expect(loadConfig({})).toEqual(DEFAULTS);
+    });
+
+    it('empty and undefined values count as unset', () => {
+      expect(loadConfig({ PORT: '', MODEL: '', DATABASE_URL: undefined, IO_BRIDGE_PREFIX: '' })).toEqual(
+        DEFAULTS,
+      );
+    });
+
+    it('ignores variables it does not know', () => {
+      expect(loadConfig({ PATH: '/usr/bin', SOMETHING_ELSE: '1' })).toEqual(DEFAULTS);
+    });
+  });
+
+  describe('values it accepts', () => {
+    it('parses numbers, booleans and strings into the typed configuration', () => {
+      const config = loadConfig({
+        NODE_ENV: 'production',
+        HOST: '0.0.0.0',
+        PORT: '8080',
+        IO_BRIDGE_PREFIX: '/api/v1',
+        LOG_LEVEL: 'debug',
+        DATABASE_URL: 'postgresql://u:p@db:5432/io',
+        DATABASE_POOL_SIZE: '25',
+        MIGRATIONS_RUN: 'no',
+        MODEL: 'openai/gpt-4o-mini',
+        OPENAI_API_KEY: 'sk-test',
+        DEFAULT_AGENT_ID: 'helper_2',
+        HEARTBEAT_MS: '5000',
+        MAX_BODY_BYTES: '2048',
+        MAX_MESSAGES: '50',
+        MAX_TOOLS: '0',
+        MAX_STEPS: '3',
+        FRONTEND_TOOL_TIMEOUT_MS: '1000',
+        RUN_LEASE_MS: '300',
+        LAST_MESSAGES: '7',
+      });
+      expect(config).toEqual({
+        env: 'production',
+        host: '0.0.0.0',
+        port: 8080,
+        prefix: '/api/v1',
+        logLevel: 'debug',
+        database: {
+          url: 'postgresql://u:p@db:5432/io',
+          poolSize: 25,
+          embeddedDir: '.data/postgres',
+          embeddedPort: 54329,
+          migrationsRun: false,
+        },
+        model: { id: 'openai/gpt-4o-mini', openaiBaseUrl: undefined, openaiApiKey: 'sk-test' },
+        defaultAgentId: 'helper_2',
+        heartbeatMs: 5000,
+        limits: { maxBodyBytes: 2048, maxMessages: 50, maxTools: 0, maxSteps: 3 },
+        frontendToolTimeoutMs: 1000,
+        runLeaseMs: 300,
+        lastMessages: 7,
+      });
+    });
+
+    it.each([
+      ['true', true],
+      ['1', true],
+      ['yes', true],
+      ['false', false],
+      ['0', false],
+      ['no', false],
+    ])('MIGRATIONS_RUN=%s is %s', (value, expected) => {
+      expect(loadConfig({ MIGRATIONS_RUN: value }).database.migrationsRun).toBe(expected);
+    });
+
+    it.each([
+      ['0', 0],
+      ['65535', 65535],
+    ])('PORT=%s is accepted', (value, expected) => {
+      expect(loadConfig({ PORT: value }).port).toBe(expected);
+    });
+
+    it("IO_BRIDGE_PREFIX='/' mounts the routes at the root (empty prefix)", () => {
+      expect(loadConfig({ IO_BRIDGE_PREFIX: '/' }).prefix).toBe('');
+    });
+
+    it.each(['/io', '/a/b-c_d.e~f'])('IO_BRIDGE_PREFIX=%s is kept as it is', (prefix) => {
+      expect(loadConfig({ IO_BRIDGE_PREFIX: prefix }).prefix).toBe(prefix);
+    });
+
+    it.each(['postgres://localhost/io', 'postgresql://u@h:1/d'])('DATABASE_URL=%s is accepted', (url) => {
+      expect(loadConfig({ DATABASE_URL: url }).database.url).toBe(url);
+    });
+
+    it.each(['scripted', 'openai/gpt-4o-mini', 'anthropic/claude-sonnet-4-5', 'ollama/llama3.1:8b'])(
+      'MODEL=%s is accepted',
+      (model) => {
+        expect(loadConfig({ MODEL: model }).model.id).toBe(model);
+      },
+    );
+
+    it('OPENAI_BASE_URL with a provider/model MODEL configures an OpenAI-compatible server', () => {
+      const config = loadConfig({ MODEL: 'ollama/llama3.1', OPENAI_BASE_URL: 'http://localhost:11434/v1' });
+      expect(config.model).toEqual({
+        id: 'ollama/llama3.1',
+        openaiBaseUrl: 'http://localhost:11434/v1',
+        openaiApiKey: undefined,
+      });
+    });
+  });
+
+  describe('values it refuses, naming the variable', () => {
+    it.each(['abc', '70000', '-1', '3000.5', 'true'])('PORT=%s', (value) => {
+      const error = configError({ PORT: value });
+      expect(namedVariables(error)).toEqual(['PORT']);
+      expect(error.message).toMatch(/^Invalid configuration:\n {2}PORT: /);
+    });
+
+    it.each(['mysql://localhost/io', 'localhost:5432', 'http://db/io', ' postgres://x'])(
+      'DATABASE_URL=%s',
+      (url) => {
+        const error = configError({ DATABASE_URL: url });
+        expect(namedVariables(error)).toEqual(['DATABASE_URL']);
+        expect(error.message).toContain('must be a postgres:// URL');
+      },
+    );
+
+    it.each(['gpt-4o', 'OpenAI/gpt-4o', 'openai/', '/gpt', 'openai/gpt 4o', 'Scripted'])(
+      'MODEL=%s',
+      (model) => {
+        const error = configError({ MODEL: model });
+        expect(namedVariables(error)).toEqual(['MODEL']);
+        expect(error.message).toContain("must be 'scripted' or a provider/model id");
+      },
+    );
+
+    it.each(['io-bridge', '/io-bridge/', '//', '/a b', '/ü', 'https://x/y'])(
+      'IO_BRIDGE_PREFIX=%s',
+      (prefix) => {
+        const error = configError({ IO_BRIDGE_PREFIX: prefix });
+        expect(namedVariables(error)).toEqual(['IO_BRIDGE_PREFIX']);
+        expect(error.message).toContain('must start with / and not end with /');
+      },
+    );
+
+    it.each([
+      ['LOG_LEVEL', 'trace'],
+      ['MIGRATIONS_RUN', 'maybe'],
+      ['DATABASE_POOL_SIZE', '0'],
+      ['MAX_STEPS', '101'],
+      ['HEARTBEAT_MS', '5'],
+      ['OPENAI_BASE_URL', 'not a url'],
+      ['DEFAULT_AGENT_ID', 'has space'],
+      ['RUN_LEASE_MS', '299'],
+      ['LAST_MESSAGES', '0'],
+      ['FRONTEND_TOOL_TIMEOUT_MS', '0'],
+    ])('%s=%s', (name, value) => {
+      expect(namedVariables(configError({ MODEL: 'openai/gpt-4o-mini', [name]: value }))).toEqual([name]);
+    });
+
+    it('names every bad variable at once', () => {
+      const error = configError({
+        PORT: 'x',
+        DATABASE_URL: 'mysql://h/d',
+        MODEL: 'gpt',
+        IO_BRIDGE_PREFIX: 'p/',
+      });
+      expect(namedVariables(error)).toEqual(['DATABASE_URL', 'IO_BRIDGE_PREFIX', 'MODEL', 'PORT']);
+    });
+
+    it.each([{}, { MODEL: 'scripted' }])(
+      'OPENAI_BASE_URL with the scripted model (%j) is refused: it needs a provider/model MODEL',
+      (model) => {
+        const error = configError({ ...model, OPENAI_BASE_URL: 'http://localhost:11434/v1' });
+        expect(namedVariables(error)).toEqual(['MODEL']);
+        expect(error.message).toContain('OPENAI_BASE_URL needs MODEL=<provider>/<model>');
+      },
+    );
+  });
+});
