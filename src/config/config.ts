@@ -44,6 +44,19 @@ const envSchema = z.object({
   FRONTEND_TOOL_TIMEOUT_MS: int(1, 86_400_000).default(300_000),
   RUN_LEASE_MS: int(300, 600_000).default(20_000),
   LAST_MESSAGES: int(1, 10_000).default(40),
+  AUTH_MODE: z.enum(['none', 'jwt', 'header']).default('none'),
+  OIDC_ISSUER: z.url().optional(),
+  OIDC_AUDIENCE: z.string().min(1).optional(),
+  OIDC_JWKS_URI: z.url().optional(),
+  RESOURCE_ID_CLAIM: z.string().min(1).default('sub'),
+  ADMIN_ROLE_CLAIM: z.string().min(1).default('roles'),
+  ADMIN_ROLE: z.string().min(1).optional(),
+  JWT_CLOCK_TOLERANCE_S: int(0, 300).default(5),
+  AUTH_HEADER: z
+    .string()
+    .regex(/^[A-Za-z0-9-]+$/)
+    .default('x-auth-request-user'),
+  TRUSTED_PROXIES: z.string().optional(),
 });
 
 export type AppConfig = {
@@ -68,6 +81,19 @@ export type AppConfig = {
   runLeaseMs: number;
   /** How many stored messages the model sees by default. */
   lastMessages: number;
+  auth: {
+    mode: 'none' | 'jwt' | 'header';
+    oidcIssuer?: string;
+    oidcAudience?: string;
+    oidcJwksUri?: string;
+    resourceIdClaim: string;
+    adminRoleClaim: string;
+    adminRole?: string;
+    clockToleranceS: number;
+    header: string;
+    /** CIDRs (IPv4 or IPv6) a header-mode request must come from. */
+    trustedProxies: string[];
+  };
 };
 
 export class ConfigError extends Error {}
@@ -81,6 +107,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  const authProblem =
+    e.AUTH_MODE === 'jwt' && !e.OIDC_ISSUER
+      ? 'OIDC_ISSUER: required with AUTH_MODE=jwt'
+      : e.AUTH_MODE === 'jwt' && !e.OIDC_AUDIENCE
+        ? 'OIDC_AUDIENCE: required with AUTH_MODE=jwt'
+        : e.AUTH_MODE === 'header' && !e.TRUSTED_PROXIES
+          ? 'TRUSTED_PROXIES: required with AUTH_MODE=header (comma-separated CIDRs)'
+          : undefined;
+  if (authProblem) throw new ConfigError(`Invalid configuration:\n  ${authProblem}`);
   if (e.OPENAI_BASE_URL && e.MODEL === 'scripted') {
     throw new ConfigError(
       'Invalid configuration:\n  MODEL: OPENAI_BASE_URL needs MODEL=<provider>/<model>, e.g. ollama/llama3.1',
@@ -111,5 +146,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     frontendToolTimeoutMs: e.FRONTEND_TOOL_TIMEOUT_MS,
     runLeaseMs: e.RUN_LEASE_MS,
     lastMessages: e.LAST_MESSAGES,
+    auth: {
+      mode: e.AUTH_MODE,
+      oidcIssuer: e.OIDC_ISSUER,
+      oidcAudience: e.OIDC_AUDIENCE,
+      oidcJwksUri: e.OIDC_JWKS_URI,
+      resourceIdClaim: e.RESOURCE_ID_CLAIM,
+      adminRoleClaim: e.ADMIN_ROLE_CLAIM,
+      adminRole: e.ADMIN_ROLE,
+      clockToleranceS: e.JWT_CLOCK_TOLERANCE_S,
+      header: e.AUTH_HEADER.toLowerCase(),
+      trustedProxies: (e.TRUSTED_PROXIES ?? '')
+        .split(',')
+        .map((c) => c.trim())
+        .filter(Boolean),
+    },
   };
 }
