@@ -1,10 +1,12 @@
 import { CreateRuns1764690000000 } from './1764690000000-create-runs';
 import { CreateRunToolCalls1764690100000 } from './1764690100000-create-run-tool-calls';
 import { CreateThreadsAndMessages1764690200000 } from './1764690200000-create-threads-and-messages';
+import { IndexToolResults1764690300000 } from './1764690300000-index-tool-results';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
   CreateRuns1764690000000,
   CreateRunToolCalls1764690100000,
   CreateThreadsAndMessages1764690200000,
+  IndexToolResults1764690300000,
 ];

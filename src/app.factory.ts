@@ -2,7 +2,9 @@ import { LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import helmet from '@fastify/helmet';
 import { AppModule } from './app.module';
+import { Metrics } from './ops/metrics.service';
 import { DomainErrorFilter } from './common/error.filter';
 import { DomainError, ErrorDetail } from './common/errors';
 import { AppConfig } from './config/config';
@@ -25,8 +27,35 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const adapter = new FastifyAdapter({ bodyLimit: config.limits.maxBodyBytes });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: logLevels(config.logLevel),
+    // A failing boot throws (main.ts prints it and exits 1) instead of Nest exiting the process itself.
+    abortOnError: false,
   });
   app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
+  await app.register(helmet, {
+    // Swagger UI needs its inline styles and data: images; everything else stays same-origin.
+    contentSecurityPolicy: {
+      directives: {
+        defaultSrc: ["'self'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+        scriptSrc: ["'self'"],
+      },
+    },
+  });
+  // Only listed origins may call from a browser; none when CORS_ORIGINS is empty.
+  app.enableCors({ origin: config.corsOrigins.length ? config.corsOrigins : false, maxAge: 600 });
+  const metrics = app.get(Metrics);
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onResponse', (request, reply, done) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      metrics.httpDuration.observe(
+        { method: request.method, route, status: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
+      done();
+    });
   app.useGlobalPipes(
     new ValidationPipe({
       whitelist: true,

@@ -6,6 +6,8 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { RunsModule } from './runs/runs.module';
 import { ThreadsModule } from './threads/threads.module';
+import { OpsModule } from './ops/ops.module';
+import { ThrottlerModule } from '@nestjs/throttler';
 
 @Module({})
 export class AppModule {
@@ -19,6 +21,8 @@ export class AppModule {
         AgentsModule,
         ThreadsModule,
         RunsModule,
+        OpsModule,
+        ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: config.rateLimitPerMinute }] }),
       ],
     };
   }

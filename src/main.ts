@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { createApp, logLevels } from './app.factory';
 import { ConfigError, loadConfig } from './config/config';
 import { resolveDatabase } from './database/resolve-database';
+import { GracefulShutdown } from './runs/graceful-shutdown';
 
 async function bootstrap(): Promise<void> {
   const log = new Logger('Bootstrap');
@@ -15,10 +16,19 @@ async function bootstrap(): Promise<void> {
     if (closing) return;
     closing = true;
     log.log(`${signal}: shutting down`);
+    // Not ready, runs drained (or ended SHUTTING_DOWN and recorded), then the pool and the database.
     void app
-      .close()
+      .get(GracefulShutdown)
+      .drainRuns()
+      .then(() => app.close())
       .then(stop)
-      .then(() => process.exit(0));
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          log.error(err instanceof Error ? err.message : String(err));
+          process.exit(1);
+        },
+      );
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));

@@ -1,4 +1,5 @@
 import { Tool } from '@mastra/core/tools';
+import type { ModelSettings } from '../runs/forwarded-props';
 
 /** What it takes to add an agent: one file exporting one of these, listed in `agents/index.ts`. */
 export type AgentDefinition = {
@@ -10,5 +11,6 @@ export type AgentDefinition = {
   model?: string;
   /** Server tools: the backend runs them. The model calls each by its `id`. */
   tools?: Array<Tool<any, any, any, any, any, any, any>>;
-  defaults?: { maxSteps?: number };
+  /** What a run uses unless its forwardedProps say otherwise (within the configured ceilings). */
+  defaults?: { maxSteps?: number; lastMessages?: number; modelSettings?: ModelSettings };
 };

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
+import { AgentsController } from './agents.controller';
 import { AgentsService } from './agents.service';
 
-@Module({ providers: [AgentsService], exports: [AgentsService] })
+@Module({ controllers: [AgentsController], providers: [AgentsService], exports: [AgentsService] })
 export class AgentsModule {}

@@ -4,6 +4,8 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
 import { AgentDefinition } from './agent-definition';
+import { AgentView } from './dto/agent-view.dto';
+import { loadOverrides } from './agent-overrides';
 import { agentDefinitions } from './index';
 import { reportingTool } from './tools/run-tools';
 import { resolveModel } from './model-factory';
@@ -23,14 +25,20 @@ export class AgentsService {
   readonly defaultAgentId: string;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    const overrides = loadOverrides(
+      agentDefinitions.map((d) => d.id),
+      config.agentsConfigPath,
+      config.agentEnv,
+    );
     for (const definition of agentDefinitions) {
       if (this.agents.has(definition.id)) throw new Error(`Duplicate agent id '${definition.id}'`);
-      const modelId = definition.model ?? config.model.id;
+      const override = overrides.get(definition.id);
+      const modelId = override?.model ?? definition.model ?? config.model.id;
       const agent = new Agent({
         id: definition.id,
         name: definition.name,
         description: definition.description,
-        instructions: definition.instructions,
+        instructions: override?.instructions ?? definition.instructions,
         model: resolveModel(modelId, config.model),
         tools: Object.fromEntries((definition.tools ?? []).map((tool) => [tool.id, reportingTool(tool)])),
       });
@@ -56,5 +64,18 @@ export class AgentsService {
 
   list(): RegisteredAgent[] {
     return [...this.agents.values()];
+  }
+
+  /** The Agent shape of CONTRACT section 1. */
+  view(agentId: string): AgentView {
+    const { definition, modelId } = this.get(agentId);
+    return {
+      id: definition.id,
+      name: definition.name,
+      ...(definition.description ? { description: definition.description } : {}),
+      modelId,
+      tools: (definition.tools ?? []).map((tool) => ({ name: tool.id, description: tool.description ?? '' })),
+      capabilities: { frontendTools: true, structuredOutput: true, memory: true },
+    };
   }
 }

@@ -1,3 +1,4 @@
+import { TITLE_PROMPT } from './prompts';
 import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
@@ -90,7 +91,10 @@ export function describePrompt(prompt: LanguageModelV3Prompt): string {
 
 let toolCallCounter = 0;
 
-export function planScript(prompt: LanguageModelV3Prompt): Script {
+/** The call settings the model received, as `/settings` reports them. */
+type CallSettings = Pick<LanguageModelV3CallOptions, 'maxOutputTokens' | 'temperature' | 'topP' | 'topK'>;
+
+export function planScript(prompt: LanguageModelV3Prompt, callSettings: CallSettings = {}): Script {
   const results = trailingToolResults(prompt);
   if (results.length) {
     const text = results
@@ -99,6 +103,10 @@ export function planScript(prompt: LanguageModelV3Prompt): Script {
     return { parts: [...textParts('t', wordDeltas(text)), finish('stop')], delayMs: 'tick' };
   }
   const text = lastUserText(prompt).trim();
+  if (text.startsWith(TITLE_PROMPT)) {
+    const words = text.slice(TITLE_PROMPT.length).split(/\s+/).filter(Boolean).slice(0, 6);
+    return { parts: [...textParts('t', wordDeltas(words.join(' '))), finish('stop')], delayMs: 0 };
+  }
   const toolLines = text.split('\n').filter((l) => l.trim().startsWith('/tool '));
   if (toolLines.length) {
     const parts: Part[] = [];
@@ -153,6 +161,21 @@ export function planScript(prompt: LanguageModelV3Prompt): Script {
       };
     case '/json':
       return { parts: [...textParts('t', [arg]), finish('stop')], delayMs: 0 };
+    case '/settings':
+      return { parts: [...textParts('t', [JSON.stringify(callSettings)]), finish('stop')], delayMs: 0 };
+    case '/context':
+      return {
+        parts: [
+          ...textParts('t', [
+            prompt
+              .filter((m) => m.role === 'system')
+              .map((m) => m.content)
+              .join('\n---\n'),
+          ]),
+          finish('stop'),
+        ],
+        delayMs: 0,
+      };
     case '/history':
       return { parts: [...textParts('t', [describePrompt(prompt)]), finish('stop')], delayMs: 0 };
     case '/bench': {
@@ -211,7 +234,8 @@ export class ScriptedModel implements LanguageModelV3 {
   }
 
   doStream(options: LanguageModelV3CallOptions) {
-    const script = planScript(options.prompt);
+    const { maxOutputTokens, temperature, topP, topK } = options;
+    const script = planScript(options.prompt, { maxOutputTokens, temperature, topP, topK });
     return Promise.resolve({ stream: toStream(script, options.abortSignal) });
   }
 }

@@ -1,41 +1,144 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyReply } from 'fastify';
+import { BlockList } from 'node:net';
 import { DomainError } from '../common/errors';
-import { ANONYMOUS_RESOURCE, RequestWithPrincipal } from './principal';
+import type { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { isListed, trustedProxyList } from './addresses';
+import { JwtVerifier, TokenRejected } from './jwt-verifier';
+import { ANONYMOUS_RESOURCE, Principal, RESOURCE_ID, RequestWithPrincipal } from './principal';
+import { IS_PUBLIC } from './public.decorator';
 
 type IncomingRequest = RequestWithPrincipal & {
+  method: string;
   body?: unknown;
   query?: Record<string, unknown>;
   headers: Record<string, string | string[] | undefined>;
+  socket?: { remoteAddress?: string };
 };
 
-const RESOURCE_ID = /^[\x21-\x7E]{1,200}$/;
+/** The places a client may name an owner (CONTRACT sections 6 and 7), with the value sent there, if any. */
+function requestedResources(req: IncomingRequest): Array<[string, unknown]> {
+  const fromBody = (req.body as { forwardedProps?: { resourceId?: unknown } } | undefined)?.forwardedProps
+    ?.resourceId;
+  return [
+    ['forwardedProps.resourceId', fromBody],
+    ['resourceId', req.query?.resourceId],
+    ['x-resource-id', req.headers['x-resource-id']],
+  ];
+}
+
+function checkedResourceId(path: string, value: unknown): string {
+  if (typeof value !== 'string' || !RESOURCE_ID.test(value)) {
+    throw new DomainError('VALIDATION_FAILED', 'Invalid resourceId', [
+      { path, message: 'must be 1-200 printable ASCII characters without spaces' },
+    ]);
+  }
+  return value;
+}
 
 /**
- * AUTH_MODE=none (CONTRACT section 7): the owner is `forwardedProps.resourceId`, the `resourceId`
- * query parameter or `X-Resource-Id`, else `anonymous`. Resolved once per request.
+ * With authentication on, a resourceId the client names may only repeat the caller's own, else 403;
+ * an admin may name another owner on a read (GET), which lists that owner's threads.
+ */
+export function scopeToCaller(
+  caller: Principal,
+  requested: Array<[string, unknown]>,
+  read: boolean,
+): Principal {
+  const named = requested.filter(([, value]) => value !== undefined);
+  const foreign = named.find(([, value]) => value !== caller.resourceId);
+  if (!foreign) return caller;
+  const [path, value] = foreign;
+  if (caller.admin && read && named.every(([, other]) => other === value)) {
+    return { ...caller, readAs: checkedResourceId(path, value) };
+  }
+  throw new DomainError('FORBIDDEN', "The resourceId is not the authenticated caller's", [
+    { path, message: "must be absent or equal to the authenticated caller's resource" },
+  ]);
+}
+
+/**
+ * Resolves who is calling, once per request, by AUTH_MODE (CONTRACT section 7):
+ * - `none`: `forwardedProps.resourceId`, the `resourceId` query parameter or `X-Resource-Id`, else `anonymous`;
+ * - `jwt`: the RESOURCE_ID_CLAIM of a verified bearer token;
+ * - `header`: the AUTH_HEADER set by an authenticating proxy, only from TRUSTED_PROXIES.
+ * Routes marked @Public() are skipped and get no principal.
  */
 @Injectable()
 export class PrincipalGuard implements CanActivate {
-  canActivate(context: ExecutionContext): boolean {
+  private readonly log = new Logger('Auth');
+  private readonly proxies: BlockList;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly reflector: Reflector,
+    private readonly jwt: JwtVerifier,
+  ) {
+    this.proxies = trustedProxyList(config.auth.trustedProxies);
+  }
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const isPublic = this.reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
+    if (isPublic) return true;
     const req = context.switchToHttp().getRequest<IncomingRequest>();
-    const fromBody = (req.body as { forwardedProps?: { resourceId?: unknown } } | undefined)?.forwardedProps
-      ?.resourceId;
-    const candidates: Array<[string, unknown]> = [
-      ['forwardedProps.resourceId', fromBody],
-      ['resourceId', req.query?.resourceId],
-      ['x-resource-id', req.headers['x-resource-id']],
-    ];
-    for (const [path, value] of candidates) {
-      if (value === undefined) continue;
-      if (typeof value !== 'string' || !RESOURCE_ID.test(value)) {
-        throw new DomainError('VALIDATION_FAILED', 'Invalid resourceId', [
-          { path, message: 'must be 1-200 printable ASCII characters without spaces' },
-        ]);
-      }
-      req.principal = { resourceId: value };
+    const requested = requestedResources(req);
+    const { mode } = this.config.auth;
+    if (mode === 'none') {
+      const [path, value] = requested.find(([, v]) => v !== undefined) ?? [];
+      req.principal = {
+        resourceId: path === undefined ? ANONYMOUS_RESOURCE : checkedResourceId(path, value),
+        admin: false,
+      };
       return true;
     }
-    req.principal = { resourceId: ANONYMOUS_RESOURCE };
+    const caller =
+      mode === 'jwt'
+        ? await this.fromBearer(req, context.switchToHttp().getResponse<FastifyReply>())
+        : this.fromProxyHeader(req);
+    req.principal = scopeToCaller(caller, requested, req.method === 'GET' || req.method === 'HEAD');
     return true;
+  }
+
+  private async fromBearer(req: IncomingRequest, reply: FastifyReply): Promise<Principal> {
+    const header = req.headers.authorization;
+    const token = typeof header === 'string' ? /^Bearer +(\S+) *$/i.exec(header)?.[1] : undefined;
+    if (!token) {
+      void reply.header('www-authenticate', 'Bearer realm="io-bridge"');
+      throw new DomainError('UNAUTHENTICATED', 'Authentication required');
+    }
+    try {
+      return await this.jwt.authenticate(token);
+    } catch (err) {
+      if (!(err instanceof TokenRejected)) throw err;
+      this.log.warn(`Bearer token rejected (${this.peer(req)} ${req.method}): ${err.message}`);
+      void reply.header('www-authenticate', 'Bearer realm="io-bridge", error="invalid_token"');
+      throw new DomainError('UNAUTHENTICATED', 'Invalid token');
+    }
+  }
+
+  private fromProxyHeader(req: IncomingRequest): Principal {
+    const { header } = this.config.auth;
+    // The peer of the TCP connection, never X-Forwarded-For: only a trusted proxy may assert identity.
+    if (!isListed(this.proxies, req.socket?.remoteAddress)) {
+      this.log.warn(`Identity header refused: ${this.peer(req)} is not in TRUSTED_PROXIES`);
+      throw new DomainError('UNAUTHENTICATED', 'Authentication required');
+    }
+    const value = req.headers[header];
+    if (typeof value !== 'string' || !RESOURCE_ID.test(value)) {
+      this.log.warn(
+        `Identity header '${header}' from ${this.peer(req)} is missing or not a valid resourceId`,
+      );
+      throw new DomainError('UNAUTHENTICATED', 'Authentication required');
+    }
+    return { resourceId: value, admin: false };
+  }
+
+  private peer(req: IncomingRequest): string {
+    return req.socket?.remoteAddress ?? 'unknown peer';
   }
 }

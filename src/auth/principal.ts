@@ -1,9 +1,18 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 
 /** Who is calling: the owner scope every thread, message and run query is filtered by. */
-export type Principal = { resourceId: string };
+export type Principal = {
+  resourceId: string;
+  /** ADMIN_ROLE holder: may read any owner's threads, messages and runs, and write only their own. */
+  admin: boolean;
+  /** An admin's read of another owner's thread list (`?resourceId=` or `X-Resource-Id` on a GET). */
+  readAs?: string;
+};
 
 export const ANONYMOUS_RESOURCE = 'anonymous';
+
+/** What a resourceId may look like, whoever names it: 1-200 printable ASCII characters, no spaces. */
+export const RESOURCE_ID = /^[\x21-\x7E]{1,200}$/;
 
 export type RequestWithPrincipal = { principal?: Principal };
 

@@ -5,7 +5,9 @@ import { DomainError, ErrorCode, ERROR_STATUS, envelope } from './errors';
 const STATUS_CODES: Partial<Record<number, ErrorCode>> = Object.fromEntries(
   Object.entries(ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
 );
-STATUS_CODES[409] = undefined; // several 409 codes exist: a bare 409 is mapped by its own message
+// A bare status is mapped to its general code, never to a specific one that shares it.
+STATUS_CODES[409] = undefined;
+STATUS_CODES[503] = 'SERVICE_UNAVAILABLE';
 
 /** Turns any error into a DomainError: ours as they are, Fastify's and Nest's by status, the rest INTERNAL. */
 export function toDomainError(err: unknown): DomainError {
@@ -25,7 +27,19 @@ export function toDomainError(err: unknown): DomainError {
   if (Number.isInteger(status) && status >= 400 && status < 500) {
     const code = STATUS_CODES[status] ?? 'VALIDATION_FAILED';
     const message = err instanceof Error && err.message ? err.message : 'Bad request';
-    return new DomainError(code, code === 'NOT_FOUND' ? 'Not found' : message);
+    if (code === 'NOT_FOUND') return new DomainError(code, 'Not found');
+    if (code === 'RATE_LIMITED') return new DomainError(code, 'Too many requests; try again later');
+    return new DomainError(code, message);
+  }
+  if (status === 503) {
+    // Terminus reports each failing indicator: keep them as details.
+    const body = err instanceof HttpException ? err.getResponse() : undefined;
+    const failing = (body as { error?: Record<string, { status?: string; message?: string }> })?.error ?? {};
+    const details = Object.entries(failing).map(([path, v]) => ({
+      path,
+      message: v.message ?? v.status ?? 'down',
+    }));
+    return new DomainError('SERVICE_UNAVAILABLE', 'Service unavailable', details);
   }
   return new DomainError('INTERNAL', 'Internal server error');
 }

@@ -35,6 +35,21 @@ const DEFAULTS: AppConfig = {
   frontendToolTimeoutMs: 300_000,
   runLeaseMs: 20_000,
   lastMessages: 40,
+  ceilings: { maxTokens: 16_384, maxSteps: 10, maxRetries: 5, maxLastMessages: 1000 },
+  agentsConfigPath: undefined,
+  agentEnv: {},
+  auth: {
+    mode: 'none',
+    oidcIssuer: undefined,
+    oidcAudience: undefined,
+    oidcJwksUri: undefined,
+    resourceIdClaim: 'sub',
+    adminRoleClaim: 'roles',
+    adminRole: undefined,
+    clockToleranceS: 5,
+    header: 'x-auth-request-user',
+    trustedProxies: [],
+  },
 };
 
 describe('loadConfig', () => {
@@ -76,6 +91,14 @@ describe('loadConfig', () => {
         FRONTEND_TOOL_TIMEOUT_MS: '1000',
         RUN_LEASE_MS: '300',
         LAST_MESSAGES: '7',
+        AUTH_MODE: 'jwt',
+        OIDC_ISSUER: 'https://idp.example.com/realms/acme',
+        OIDC_AUDIENCE: 'io-bridge',
+        OIDC_JWKS_URI: 'https://idp.example.com/realms/acme/certs',
+        RESOURCE_ID_CLAIM: 'preferred_username',
+        ADMIN_ROLE_CLAIM: 'realm_access.roles',
+        ADMIN_ROLE: 'io-admin',
+        JWT_CLOCK_TOLERANCE_S: '30',
       });
       expect(config).toEqual({
         env: 'production',
@@ -97,7 +120,54 @@ describe('loadConfig', () => {
         frontendToolTimeoutMs: 1000,
         runLeaseMs: 300,
         lastMessages: 7,
+        ceilings: { maxTokens: 16_384, maxSteps: 3, maxRetries: 5, maxLastMessages: 1000 },
+        agentsConfigPath: undefined,
+        agentEnv: {},
+        auth: {
+          mode: 'jwt',
+          oidcIssuer: 'https://idp.example.com/realms/acme',
+          oidcAudience: 'io-bridge',
+          oidcJwksUri: 'https://idp.example.com/realms/acme/certs',
+          resourceIdClaim: 'preferred_username',
+          adminRoleClaim: 'realm_access.roles',
+          adminRole: 'io-admin',
+          clockToleranceS: 30,
+          header: 'x-auth-request-user',
+          trustedProxies: [],
+        },
       });
+    });
+
+    it('AUTH_MODE=jwt needs only OIDC_ISSUER and OIDC_AUDIENCE (the JWKS comes from discovery)', () => {
+      const { auth } = loadConfig({
+        AUTH_MODE: 'jwt',
+        OIDC_ISSUER: 'https://login.example.com/tenant/v2.0',
+        OIDC_AUDIENCE: 'api://io-bridge',
+      });
+      expect(auth).toMatchObject({
+        mode: 'jwt',
+        oidcIssuer: 'https://login.example.com/tenant/v2.0',
+        oidcAudience: 'api://io-bridge',
+        oidcJwksUri: undefined,
+        resourceIdClaim: 'sub',
+      });
+    });
+
+    it('AUTH_MODE=header lower-cases AUTH_HEADER and splits TRUSTED_PROXIES on commas, trimmed', () => {
+      const { auth } = loadConfig({
+        AUTH_MODE: 'header',
+        AUTH_HEADER: 'X-Forwarded-User',
+        TRUSTED_PROXIES: ' 10.0.0.0/8, fd00::/8 ,,192.168.1.7 ',
+      });
+      expect(auth).toMatchObject({
+        mode: 'header',
+        header: 'x-forwarded-user',
+        trustedProxies: ['10.0.0.0/8', 'fd00::/8', '192.168.1.7'],
+      });
+    });
+
+    it.each(['0', '300'])('JWT_CLOCK_TOLERANCE_S=%s is accepted', (value) => {
+      expect(loadConfig({ JWT_CLOCK_TOLERANCE_S: value }).auth.clockToleranceS).toBe(Number(value));
     });
 
     it.each([
@@ -190,8 +260,15 @@ describe('loadConfig', () => {
       ['OPENAI_BASE_URL', 'not a url'],
       ['DEFAULT_AGENT_ID', 'has space'],
       ['RUN_LEASE_MS', '299'],
-      ['LAST_MESSAGES', '0'],
+      ['LAST_MESSAGES', '-1'],
       ['FRONTEND_TOOL_TIMEOUT_MS', '0'],
+      ['AUTH_MODE', 'oidc'],
+      ['OIDC_ISSUER', 'idp.example.com'],
+      ['OIDC_JWKS_URI', 'not a url'],
+      ['JWT_CLOCK_TOLERANCE_S', '301'],
+      ['JWT_CLOCK_TOLERANCE_S', '-1'],
+      ['AUTH_HEADER', 'x_user'],
+      ['AUTH_HEADER', 'x user'],
     ])('%s=%s', (name, value) => {
       expect(namedVariables(configError({ MODEL: 'openai/gpt-4o-mini', [name]: value }))).toEqual([name]);
     });
@@ -214,5 +291,19 @@ describe('loadConfig', () => {
         expect(error.message).toContain('OPENAI_BASE_URL needs MODEL=<provider>/<model>');
       },
     );
+
+    it.each([
+      [{ AUTH_MODE: 'jwt', OIDC_AUDIENCE: 'io-bridge' }, 'OIDC_ISSUER', 'required with AUTH_MODE=jwt'],
+      [
+        { AUTH_MODE: 'jwt', OIDC_ISSUER: 'https://idp.example.com' },
+        'OIDC_AUDIENCE',
+        'required with AUTH_MODE=jwt',
+      ],
+      [{ AUTH_MODE: 'header' }, 'TRUSTED_PROXIES', 'required with AUTH_MODE=header'],
+    ])('%j is refused, naming %s', (env, name, reason) => {
+      const error = configError(env);
+      expect(namedVariables(error)).toEqual([name]);
+      expect(error.message).toContain(reason);
+    });
   });
 });

@@ -43,7 +43,14 @@ const envSchema = z.object({
   MAX_STEPS: int(1, 100).default(10),
   FRONTEND_TOOL_TIMEOUT_MS: int(1, 86_400_000).default(300_000),
   RUN_LEASE_MS: int(300, 600_000).default(20_000),
-  LAST_MESSAGES: int(1, 10_000).default(40),
+  LAST_MESSAGES: int(0, 10_000).default(40),
+  MAX_LAST_MESSAGES: int(1, 10_000).default(1000),
+  MODEL_MAX_TOKENS: int(1, 10_000_000).default(16_384),
+  MODEL_MAX_RETRIES: int(0, 20).default(5),
+  AGENTS_CONFIG: z.string().min(1).optional(),
+  SHUTDOWN_GRACE_MS: int(0, 3_600_000).default(20_000),
+  CORS_ORIGINS: z.string().optional(),
+  RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(120),
   AUTH_MODE: z.enum(['none', 'jwt', 'header']).default('none'),
   OIDC_ISSUER: z.url().optional(),
   OIDC_AUDIENCE: z.string().min(1).optional(),
@@ -81,6 +88,18 @@ export type AppConfig = {
   runLeaseMs: number;
   /** How many stored messages the model sees by default. */
   lastMessages: number;
+  /** Ceilings for what a client may ask through forwardedProps. */
+  ceilings: { maxTokens: number; maxSteps: number; maxRetries: number; maxLastMessages: number };
+  /** On SIGTERM, how long active runs may go on before they end with SHUTTING_DOWN. */
+  shutdownGraceMs: number;
+  /** Origins allowed by CORS; none when empty. */
+  corsOrigins: string[];
+  /** `POST /run` per owner per minute, per instance. */
+  rateLimitPerMinute: number;
+  /** A JSON file overriding agents' model and instructions (e.g. a mounted ConfigMap). */
+  agentsConfigPath?: string;
+  /** Environment overrides `AGENT_<ID>_MODEL` / `AGENT_<ID>_INSTRUCTIONS`, by agent id. */
+  agentEnv: Record<string, string | undefined>;
   auth: {
     mode: 'none' | 'jwt' | 'header';
     oidcIssuer?: string;
@@ -146,6 +165,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     frontendToolTimeoutMs: e.FRONTEND_TOOL_TIMEOUT_MS,
     runLeaseMs: e.RUN_LEASE_MS,
     lastMessages: e.LAST_MESSAGES,
+    ceilings: {
+      maxTokens: e.MODEL_MAX_TOKENS,
+      maxSteps: e.MAX_STEPS,
+      maxRetries: e.MODEL_MAX_RETRIES,
+      maxLastMessages: e.MAX_LAST_MESSAGES,
+    },
+    agentsConfigPath: e.AGENTS_CONFIG,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    corsOrigins: (e.CORS_ORIGINS ?? '')
+      .split(',')
+      .map((o) => o.trim())
+      .filter(Boolean),
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    agentEnv: Object.fromEntries(
+      Object.entries(cleaned).filter(([key]) => /^AGENT_[A-Z0-9_]+_(MODEL|INSTRUCTIONS)$/.test(key)),
+    ),
     auth: {
       mode: e.AUTH_MODE,
       oidcIssuer: e.OIDC_ISSUER,

@@ -14,6 +14,10 @@ export type BeginRun = {
   incoming: StoredMessage[];
   lastMessages: number;
   leaseMs: number;
+  /** Store none of the incoming messages (memoryOptions.readOnly). */
+  readOnly: boolean;
+  /** Title a new thread from its first user message (otherwise the model is asked, after the run). */
+  titleFromFirstMessage: boolean;
 };
 
 export type EndRun = {
@@ -45,7 +49,7 @@ export class ConversationStore {
           id: run.threadId,
           resourceId: run.resourceId,
           agentId: run.agentId,
-          title: titleFrom(run.incoming),
+          title: run.titleFromFirstMessage && !run.readOnly ? titleFrom(run.incoming) : undefined,
         },
         m,
       );
@@ -71,14 +75,28 @@ export class ConversationStore {
             run.incoming.map((msg) => msg.id),
             m,
           );
-      const history = created
-        ? []
-        : await this.threads.messages(run.threadId, run.resourceId, { limit: run.lastMessages }, m);
+      const history =
+        created || run.lastMessages === 0
+          ? []
+          : await this.threads.messages(run.threadId, run.resourceId, { limit: run.lastMessages }, m);
       const fresh = run.incoming.filter((msg) => !stored.has(msg.id));
-      await this.threads.append(run.threadId, run.resourceId, run.runId, fresh, m);
-      if (!created) await this.threads.touch(run.threadId, run.resourceId, titleFrom(fresh), m);
+      if (!run.readOnly) {
+        await this.threads.append(run.threadId, run.resourceId, run.runId, fresh, m);
+        if (!created) {
+          await this.threads.touch(
+            run.threadId,
+            run.resourceId,
+            run.titleFromFirstMessage ? titleFrom(fresh) : undefined,
+            m,
+          );
+        }
+      }
       return [...history.map((row) => row.body), ...fresh];
     });
+  }
+
+  setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
+    return this.threads.setTitleIfNone(threadId, resourceId, title);
   }
 
   /** The run's final status and what it produced, together; nothing is stored into a deleted thread. */

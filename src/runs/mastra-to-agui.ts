@@ -3,10 +3,13 @@ import { safeErrorMessage } from '../common/errors';
 import { UpstreamEvent } from './agui-events';
 
 /** A Mastra `fullStream` chunk, as far as the translation reads it. */
-export type MastraChunk = { type: string; payload?: any };
+export type MastraChunk = { type: string; payload?: any; object?: unknown };
 
 /** How a chunk ends the run, when it does. */
-export type Outcome = { kind: 'finished' } | { kind: 'error'; message: string } | { kind: 'aborted' };
+export type Outcome =
+  | { kind: 'finished'; result?: unknown }
+  | { kind: 'error'; message: string; structuredOutput?: boolean }
+  | { kind: 'aborted' };
 
 export type Translation = { events: UpstreamEvent[]; outcome?: Outcome };
 
@@ -21,6 +24,8 @@ export class MastraToAgui {
   private stepMessageId: string = randomUUID();
   private step = 0;
   private readonly streamedCalls = new Set<string>();
+  /** The validated structured output, when the run asked for one. */
+  private object: unknown;
 
   constructor(private readonly newId: () => string = randomUUID) {}
 
@@ -107,12 +112,23 @@ export class MastraToAgui {
       case 'error':
         return {
           events: [],
-          outcome: { kind: 'error', message: safeErrorMessage(p.error, 'The model failed') },
+          outcome: {
+            kind: 'error',
+            message: safeErrorMessage(p.error, 'The model failed'),
+            // Mastra validates structured output itself and reports a mismatch as an error chunk.
+            ...(String(p.error?.id ?? '').startsWith('STRUCTURED_OUTPUT') ? { structuredOutput: true } : {}),
+          },
         };
       case 'abort':
         return { events: [], outcome: { kind: 'aborted' } };
+      case 'object-result':
+        this.object = chunk.object ?? p.object;
+        return NONE;
       case 'finish':
-        return { events: [], outcome: { kind: 'finished' } };
+        return {
+          events: [],
+          outcome: { kind: 'finished', ...(this.object !== undefined ? { result: this.object } : {}) },
+        };
       default:
         return NONE;
     }

@@ -6,9 +6,14 @@ import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run
 import { Principal } from '../auth/principal';
 import { ModelMessage } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
+import { textOf } from '../threads/message-format';
+import { TITLE_PROMPT } from '../agents/prompts';
+
 import { AguiEvent, RunErrorCode } from './agui-events';
 import { RunAgentInputDto } from './dto/run-agent-input.dto';
 import { FrontendToolBroker } from './frontend-tools.broker';
+import { Metrics } from '../ops/metrics.service';
+import { ModelSettings } from './forwarded-props';
 import { MastraChunk, MastraToAgui, Outcome } from './mastra-to-agui';
 import { RunLifecycle } from './run-lifecycle';
 import { ConversationStore } from './conversation.store';
@@ -25,8 +30,15 @@ export type PreparedRun = {
   context: ModelMessage[];
   frontendTools: Record<string, Tool<any, any, any, any, any, any, any>>;
   maxSteps: number;
-  /** Store nothing the run produces (memoryOptions.readOnly). */
+  lastMessages: number;
+  modelSettings: ModelSettings;
+  /** Store nothing the run brings or produces (memoryOptions.readOnly). */
   readOnly: boolean;
+  /** Ask the model for the thread's title instead of taking the first user message. */
+  generateTitle: boolean;
+  structuredOutput?: { schema: Record<string, unknown> };
+  /** Unknown forwardedProps keys: the agent's request context. */
+  extras: Record<string, unknown>;
 };
 
 export type RunDeps = {
@@ -35,10 +47,15 @@ export type RunDeps = {
   toolCalls: ToolCallsRepository;
   broker: FrontendToolBroker;
   frontendToolTimeoutMs: number;
+  metrics: Metrics;
   log: Logger;
 };
 
-type Ending = { end: RunEnd; terminal: { code: RunErrorCode; message: string } | undefined };
+type Ending = {
+  end: RunEnd;
+  terminal: { code: RunErrorCode; message: string } | undefined;
+  result?: unknown;
+};
 
 /** Why a run stopped when it was not the model's doing. */
 export class StopReason extends Error {
@@ -90,6 +107,7 @@ export class RunExecution implements RunToolContext {
   /** Emits RUN_STARTED; the engine starts with `drive()`. */
   start(): void {
     this.lifecycle.start();
+    this.deps.metrics.activeRuns.inc();
     this.untrack = this.deps.broker.track(this.run.input.runId, (code, message) => this.stop(code, message));
     this.release = this.deps.leases.hold(this.run.input.runId);
   }
@@ -104,14 +122,24 @@ export class RunExecution implements RunToolContext {
     const signal = this.abort.signal;
     try {
       const requestContext = new RequestContext();
+      for (const [key, value] of Object.entries(this.run.extras)) requestContext.set(key, value);
+      requestContext.set('forwardedProps', this.run.input.forwardedProps ?? {});
       requestContext.set(RUN_CONTEXT_KEY, this);
-      const output = await this.run.agent.agent.stream(this.run.messages, {
+      const options = {
         abortSignal: signal,
         maxSteps: this.run.maxSteps,
         context: this.run.context as any,
         toolsets: { frontend: this.run.frontendTools },
         requestContext,
-      });
+        modelSettings: this.run.modelSettings,
+      };
+      const agent = this.run.agent.agent;
+      const output = this.run.structuredOutput
+        ? await agent.stream(this.run.messages, {
+            ...options,
+            structuredOutput: { schema: this.run.structuredOutput.schema as any },
+          })
+        : await agent.stream(this.run.messages, options);
       const reader = (output.fullStream as ReadableStream<MastraChunk>).getReader();
       const stopReading = () => void reader.cancel().catch(() => undefined);
       signal.addEventListener('abort', stopReading, { once: true });
@@ -130,10 +158,13 @@ export class RunExecution implements RunToolContext {
     } finally {
       this.untrack();
     }
+    const ending = this.ending(outcome, failure);
     try {
-      await this.end(this.ending(outcome, failure));
+      await this.end(ending);
     } finally {
       this.release();
+      this.deps.metrics.activeRuns.dec();
+      this.deps.metrics.runOutcomes.inc({ status: ending.end.status, code: ending.end.code ?? 'none' });
     }
   }
 
@@ -173,14 +204,16 @@ export class RunExecution implements RunToolContext {
 
   async waitForFrontendResult(toolCallId: string): Promise<ToolResult> {
     const timeoutMs = this.deps.frontendToolTimeoutMs;
-    const timer = setTimeout(
-      () => this.stop('TOOL_RESULT_TIMEOUT', `No result for tool call ${toolCallId} within ${timeoutMs} ms`),
-      timeoutMs,
-    );
+    const timer = setTimeout(() => {
+      this.deps.metrics.toolResultTimeouts.inc();
+      this.stop('TOOL_RESULT_TIMEOUT', `No result for tool call ${toolCallId} within ${timeoutMs} ms`);
+    }, timeoutMs);
+    const waited = this.deps.metrics.frontendToolWait.startTimer();
     try {
       return await this.deps.broker.wait(this.run.input.runId, toolCallId, this.abort.signal);
     } finally {
       clearTimeout(timer);
+      waited();
     }
   }
 
@@ -209,9 +242,12 @@ export class RunExecution implements RunToolContext {
     }
     switch (outcome?.kind) {
       case 'finished':
-        return { end: { status: 'finished' }, terminal: undefined };
+        return { end: { status: 'finished' }, terminal: undefined, result: outcome.result };
       case 'error':
-        return failed('MODEL_ERROR', outcome.message);
+        return failed(
+          outcome.structuredOutput ? 'STRUCTURED_OUTPUT_INVALID' : 'MODEL_ERROR',
+          outcome.message,
+        );
       case 'aborted':
         return failed('CANCELLED', 'The run was cancelled', 'cancelled');
       default:
@@ -226,20 +262,51 @@ export class RunExecution implements RunToolContext {
   private async end(ending: Ending): Promise<void> {
     let terminal = ending.terminal;
     const { runId, threadId } = this.run.input;
+    // What the client is shown is closed first (a cut-off tool call gets its repaired arguments), so
+    // the messages stored are exactly those; text still streaming when the run failed is marked interrupted.
+    const cut = terminal ? this.collector.openTextIds() : new Set<string>();
+    if (terminal) this.lifecycle.closeOpen();
     try {
       await this.deps.conversations.endRun({
         runId,
         threadId,
         resourceId: this.run.principal.resourceId,
         end: ending.end,
-        produced: this.run.readOnly ? [] : this.collector.produced(terminal !== undefined),
+        produced: this.run.readOnly ? [] : this.collector.produced(cut),
       });
     } catch (err) {
       this.deps.log.error(`run ${this.run.input.runId}: could not record its end: ${(err as Error).message}`);
       terminal ??= { code: 'INTERNAL', message: 'The run could not be recorded' };
     }
     if (terminal) this.lifecycle.fail(terminal.code, terminal.message);
-    else this.lifecycle.finish();
+    else this.lifecycle.finish(ending.result);
+    if (!terminal && this.run.generateTitle && !this.run.readOnly) void this.generateTitle();
+  }
+
+  /** memoryOptions.generateTitle: the agent's model names the thread, after the run, off the stream's path. */
+  private async generateTitle(): Promise<void> {
+    const first = this.run.input.messages.find((m) => m.role === 'user');
+    const text = first ? textOf(first.content).trim() : '';
+    if (!text) return;
+    try {
+      const output = await this.run.agent.agent.stream(
+        [{ role: 'user', content: `${TITLE_PROMPT}${text.slice(0, 2000)}` }],
+        { maxSteps: 1, modelSettings: { maxOutputTokens: 32 } },
+      );
+      const title = (await output.text)
+        .trim()
+        .replace(/^["']|["']$/g, '')
+        .split('\n')[0]
+        .slice(0, 80);
+      if (title)
+        await this.deps.conversations.setTitleIfNone(
+          this.run.input.threadId,
+          this.run.principal.resourceId,
+          title,
+        );
+    } catch (err) {
+      this.deps.log.warn(`run ${this.run.input.runId}: title generation failed: ${(err as Error).message}`);
+    }
   }
 }
 

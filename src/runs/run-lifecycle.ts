@@ -130,15 +130,21 @@ export class RunLifecycle {
     this.emit({ type: 'RUN_ERROR', timestamp: Date.now(), message: message || code, code });
   }
 
-  private beginTerminal(): boolean {
-    if (this.state === 'ended') return false;
-    if (this.state === 'new') this.start();
+  /** Closes every open tool call, text and reasoning message and step, without ending the run. */
+  closeOpen(): void {
+    if (this.state !== 'open') return;
     for (const [id, call] of this.toolCalls) if (!call.ended) this.closeToolCall(id, call, undefined);
     if (this.openText !== undefined) this.closeText();
     if (this.openReasoning !== undefined) this.closeReasoning();
     while (this.openSteps.length) {
       this.emit({ type: 'STEP_FINISHED', timestamp: Date.now(), stepName: this.openSteps.pop()! });
     }
+  }
+
+  private beginTerminal(): boolean {
+    if (this.state === 'ended') return false;
+    if (this.state === 'new') this.start();
+    this.closeOpen();
     this.state = 'ended';
     return true;
   }

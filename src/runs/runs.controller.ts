@@ -1,11 +1,13 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res, UseGuards } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBadRequestResponse,
   ApiConflictResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
+  ApiServiceUnavailableResponse,
   ApiTags,
+  ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentPrincipal, type Principal } from '../auth/principal';
@@ -16,6 +18,8 @@ import { RunAgentInputDto } from './dto/run-agent-input.dto';
 import { RunView } from './dto/run-view.dto';
 import { ToolResultDto } from './dto/tool-result.dto';
 import { RunsService } from './runs.service';
+import { Metrics } from '../ops/metrics.service';
+import { RunRateLimitGuard } from './run-rate-limit.guard';
 import { SseWriter } from './sse-writer';
 
 @ApiTags('runs')
@@ -24,11 +28,15 @@ export class RunsController {
   constructor(
     private readonly runs: RunsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   /** Starts a run and streams its AG-UI events (one request, one run, one terminal event). */
   @Post('run')
   @HttpCode(200)
+  @UseGuards(RunRateLimitGuard)
+  @ApiTooManyRequestsResponse({ description: 'RATE_LIMITED: too many runs for this owner' })
+  @ApiServiceUnavailableResponse({ description: 'SHUTTING_DOWN: this instance is draining; retry' })
   @ApiOkResponse({
     description:
       'An SSE stream of AG-UI events: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STEP_*, REASONING_*, then exactly one RUN_FINISHED or RUN_ERROR',
@@ -42,8 +50,18 @@ export class RunsController {
     @CurrentPrincipal() principal: Principal,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    const started = process.hrtime.bigint();
     const events$ = await this.runs.start(input, principal);
     new SseWriter(reply, events$, this.config.heartbeatMs);
+    // SseWriter wrote RUN_STARTED synchronously; the whole request lasts until the stream ends.
+    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+    this.metrics.timeToFirstEvent.observe(seconds());
+    reply.raw.once('close', () =>
+      this.metrics.httpDuration.observe(
+        { method: 'POST', route: `${this.config.prefix}/run`, status: '200' },
+        seconds(),
+      ),
+    );
   }
 
   /** A frontend tool's result, delivered to the waiting run on whichever instance holds it. */

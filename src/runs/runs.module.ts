@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { AgentsModule } from '../agents/agents.module';
 import { ThreadsModule } from '../threads/threads.module';
 import { ConversationStore } from './conversation.store';
+import { GracefulShutdown } from './graceful-shutdown';
 import { RunLeases } from './run-leases';
 import { Run } from './run.entity';
 import { RunsController } from './runs.controller';
@@ -14,7 +15,9 @@ import { ToolCallsRepository } from './tool-calls.repository';
 @Module({
   imports: [TypeOrmModule.forFeature([Run]), AgentsModule, ThreadsModule],
   controllers: [RunsController],
+  exports: [GracefulShutdown],
   providers: [
+    GracefulShutdown,
     RunsService,
     RunsRepository,
     ToolCallsRepository,

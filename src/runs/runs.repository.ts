@@ -61,6 +61,11 @@ export class RunsRepository {
     return this.runs.findOneBy({ id, resourceId });
   }
 
+  /** Any owner's run: for admin reads only (ADMIN_ROLE); everything else goes through `findOne`. */
+  findAny(id: string): Promise<Run | null> {
+    return this.runs.findOneBy({ id });
+  }
+
   /** Extends the leases of the runs this instance holds. */
   async renewLeases(ids: string[], leaseMs: number): Promise<void> {
     if (!ids.length) return;

@@ -7,7 +7,9 @@ import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { aguiToModelMessages, contextToModelMessages } from '../threads/agui-to-model';
-import { AguiEvent } from './agui-events';
+import { DrainState } from '../ops/drain.service';
+import { Metrics } from '../ops/metrics.service';
+import { AguiEvent, RunErrorCode } from './agui-events';
 import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
 import { RunView } from './dto/run-view.dto';
 import { FrontendToolBroker } from './frontend-tools.broker';
@@ -15,6 +17,7 @@ import { PreparedRun, RunDeps, RunExecution } from './run-execution';
 import { toStored } from '../threads/message-format';
 import { ConversationStore } from './conversation.store';
 import { RunLeases } from './run-leases';
+import { parseForwardedProps } from './forwarded-props';
 import { RunsRepository } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 
@@ -23,6 +26,7 @@ import { ToolCallsRepository } from './tool-calls.repository';
 export class RunsService {
   private readonly log = new Logger(RunsService.name);
   private readonly shadowWarned = new Set<string>();
+  private readonly executions = new Set<RunExecution>();
   private readonly deps: RunDeps;
 
   constructor(
@@ -33,6 +37,8 @@ export class RunsService {
     private readonly broker: FrontendToolBroker,
     private readonly conversations: ConversationStore,
     private readonly leases: RunLeases,
+    private readonly drain: DrainState,
+    metrics: Metrics,
   ) {
     this.deps = {
       conversations,
@@ -40,6 +46,7 @@ export class RunsService {
       toolCalls,
       broker,
       frontendToolTimeoutMs: config.frontendToolTimeoutMs,
+      metrics,
       log: this.log,
     };
   }
@@ -49,6 +56,7 @@ export class RunsService {
    * never errors: every failure becomes RUN_ERROR, after which it completes.
    */
   async start(input: RunAgentInputDto, principal: Principal): Promise<Observable<AguiEvent>> {
+    if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
     const prepared = this.prepare(input, principal);
     const history = await this.conversations.beginRun({
       threadId: input.threadId,
@@ -56,7 +64,9 @@ export class RunsService {
       resourceId: principal.resourceId,
       agentId: prepared.agent.definition.id,
       incoming: input.messages.map((m) => toStored(m as unknown as Record<string, unknown>)),
-      lastMessages: this.config.lastMessages,
+      lastMessages: prepared.lastMessages,
+      readOnly: prepared.readOnly,
+      titleFromFirstMessage: !prepared.generateTitle,
       leaseMs: this.leases.leaseMs,
     });
     prepared.messages = aguiToModelMessages(history);
@@ -64,7 +74,9 @@ export class RunsService {
   }
 
   async get(runId: string, principal: Principal): Promise<RunView> {
-    const run = await this.runs.findOne(runId, principal.resourceId);
+    const run = principal.admin
+      ? await this.runs.findAny(runId)
+      : await this.runs.findOne(runId, principal.resourceId);
     if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
     const active = run.status === 'running' || run.status === 'waiting_for_tool';
     return {
@@ -120,13 +132,9 @@ export class RunsService {
       }
       ids.add(m.id);
     }
-    const agentId = input.forwardedProps?.agentId;
-    if (agentId !== undefined && typeof agentId !== 'string') {
-      throw new DomainError('VALIDATION_FAILED', 'Invalid agentId', [
-        { path: 'forwardedProps.agentId', message: 'must be a string' },
-      ]);
-    }
-    const agent = this.agents.get(agentId);
+    const options = parseForwardedProps(input.forwardedProps, this.config.ceilings);
+    const agent = this.agents.get(options.agentId);
+    const defaults = agent.definition.defaults;
     return {
       input,
       principal,
@@ -134,8 +142,13 @@ export class RunsService {
       messages: [],
       context: contextToModelMessages(input.context),
       frontendTools: this.frontendTools(agent, input.tools),
-      maxSteps: agent.definition.defaults?.maxSteps ?? limits.maxSteps,
-      readOnly: false,
+      maxSteps: options.maxSteps ?? defaults?.maxSteps ?? limits.maxSteps,
+      lastMessages: options.lastMessages ?? defaults?.lastMessages ?? this.config.lastMessages,
+      modelSettings: { ...defaults?.modelSettings, ...options.modelSettings },
+      readOnly: options.readOnly,
+      generateTitle: options.generateTitle,
+      ...(options.structuredOutput ? { structuredOutput: options.structuredOutput } : {}),
+      extras: options.extras,
     };
   }
 
@@ -159,8 +172,21 @@ export class RunsService {
   }
 
   /** Subscribes one run: RUN_STARTED at once, then the engine; unsubscribing aborts it. */
+  /** Runs streaming on this instance. */
+  get activeCount(): number {
+    return this.executions.size;
+  }
+
+  /** Ends every run of this instance with RUN_ERROR `code` (graceful shutdown); resolves when all are recorded. */
+  async stopAll(code: RunErrorCode, message: string, timeoutMs: number): Promise<void> {
+    for (const execution of this.executions) execution.stop(code, message);
+    const deadline = Date.now() + timeoutMs;
+    while (this.executions.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  }
+
   private execute(run: PreparedRun, subscriber: Subscriber<AguiEvent>): () => void {
     const execution = new RunExecution(run, this.deps, (event) => subscriber.next(event));
+    this.executions.add(execution);
     execution.start();
     // The engine starts on the next turn, once RUN_STARTED has been written.
     setImmediate(() => {
@@ -172,7 +198,10 @@ export class RunsService {
             `run ${run.input.runId}`,
           );
         })
-        .finally(() => subscriber.complete());
+        .finally(() => {
+          this.executions.delete(execution);
+          subscriber.complete();
+        });
     });
     return () => {
       if (!execution.ended) execution.stop('CANCELLED', 'The client disconnected');

@@ -61,8 +61,13 @@ export class MessageCollector {
     }
   }
 
-  /** What to store; a text message still open when the run fails was cut short, and says so. */
-  produced(interrupted: boolean): StoredMessage[] {
+  /** Text messages started and not yet ended. */
+  openTextIds(): Set<string> {
+    return new Set(this.openText);
+  }
+
+  /** What to store; the text messages named in `interrupted` were cut short by a failure, and say so. */
+  produced(interrupted: ReadonlySet<string> = new Set()): StoredMessage[] {
     const out: StoredMessage[] = [];
     for (const m of this.messages.values()) {
       if (m.role === 'assistant' && m.content === undefined && !m.toolCalls?.length) continue;
@@ -73,7 +78,7 @@ export class MessageCollector {
           : {}),
       };
       for (const call of copy.toolCalls ?? []) if (!call.function.arguments) call.function.arguments = '{}';
-      if (interrupted && this.openText.has(m.id)) copy.metadata = { ...m.metadata, interrupted: true };
+      if (interrupted.has(m.id)) copy.metadata = { ...m.metadata, interrupted: true };
       out.push(copy);
     }
     return out;

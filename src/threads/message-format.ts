@@ -67,7 +67,8 @@ export function titleFrom(messages: StoredMessage[]): string | undefined {
   const first = messages.find((m) => m.role === 'user');
   const line = first ? textOf(first.content).trim().split('\n')[0].trim() : '';
   if (!line) return undefined;
-  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+  const chars = Array.from(line); // by code point, so an emoji is never cut in half
+  return chars.length > 80 ? `${chars.slice(0, 79).join('')}…` : line;
 }
 
 export type UiPart =

@@ -73,6 +73,14 @@ export class ThreadsRepository {
     return rows[0];
   }
 
+  /** Any owner's thread: for admin reads only (ADMIN_ROLE); everything else goes through `find`. */
+  async findAny(id: string): Promise<ThreadRow | undefined> {
+    const rows: ThreadRow[] = await this.db.query(`SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1`, [
+      id,
+    ]);
+    return rows[0];
+  }
+
   /** Whether any owner holds this id (to tell a conflict from a fresh id, revealing nothing else). */
   async exists(id: string): Promise<boolean> {
     const rows: unknown[] = await this.db.query('SELECT 1 FROM threads WHERE id = $1', [id]);
@@ -213,6 +221,14 @@ export class ThreadsRepository {
         WHERE EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2)
        ON CONFLICT (thread_id, id) DO NOTHING`,
       [threadId, resourceId, runId, JSON.stringify(messages)],
+    );
+  }
+
+  /** Titles the owner's thread, unless it got a title meanwhile. */
+  async setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
+    await this.db.query(
+      `UPDATE threads SET title = $3 WHERE id = $1 AND resource_id = $2 AND title IS NULL`,
+      [threadId, resourceId, title],
     );
   }
 

@@ -70,7 +70,7 @@ export class ThreadsService {
 
   async list(query: ListThreadsQueryDto, principal: Principal): Promise<ThreadsPage> {
     const limit = query.limit ?? 50;
-    const rows = await this.threads.list(principal.resourceId, {
+    const rows = await this.threads.list(principal.readAs ?? principal.resourceId, {
       agentId: query.agentId,
       limit: limit + 1,
       after: query.cursor ? decodeCursor(query.cursor) : undefined,
@@ -83,7 +83,7 @@ export class ThreadsService {
   }
 
   async get(id: string, principal: Principal): Promise<ThreadView> {
-    return view(await this.owned(id, principal));
+    return view(await this.readable(id, principal));
   }
 
   async update(id: string, dto: UpdateThreadDto, principal: Principal): Promise<ThreadView> {
@@ -101,9 +101,9 @@ export class ThreadsService {
   }
 
   async messages(id: string, query: ListMessagesQueryDto, principal: Principal): Promise<MessagesPage> {
-    await this.owned(id, principal);
+    const { resourceId } = await this.readable(id, principal);
     const limit = query.limit ?? 100;
-    const rows = await this.threads.messages(id, principal.resourceId, {
+    const rows = await this.threads.messages(id, resourceId, {
       limit: limit + 1,
       before: query.before,
     });
@@ -115,8 +115,17 @@ export class ThreadsService {
       .flatMap((r) => (r.body.toolCalls ?? []).map((c) => c.id))
       .filter((c) => !answered.has(c));
     // Results stored on a newer page than their call still show on the call's part.
-    const later = await this.threads.toolResults(id, principal.resourceId, missing);
+    const later = await this.threads.toolResults(id, resourceId, missing);
     return { messages: toUiMessages(id, page, later), nextCursor };
+  }
+
+  /** The caller's thread, or any owner's for an admin (reads only). */
+  private async readable(id: string, principal: Principal): Promise<ThreadRow> {
+    const row = principal.admin
+      ? await this.threads.findAny(id)
+      : await this.threads.find(id, principal.resourceId);
+    if (!row) throw notFound(id);
+    return row;
   }
 
   private async owned(id: string, principal: Principal): Promise<ThreadRow> {

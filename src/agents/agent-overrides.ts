@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ConfigError } from '../config/config';
+
+const overrideSchema = z.strictObject({
+  model: z
+    .string()
+    .regex(/^(scripted|[a-z0-9-]+\/\S+)$/, "must be 'scripted' or a provider/model id")
+    .optional(),
+  instructions: z.string().min(1).optional(),
+});
+const fileSchema = z.record(z.string(), overrideSchema);
+
+export type AgentOverride = z.infer<typeof overrideSchema>;
+
+/** `AGENT_MY_AGENT_MODEL` for agent id `my-agent`. */
+export const envKey = (agentId: string, field: 'MODEL' | 'INSTRUCTIONS') =>
+  `AGENT_${agentId.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_${field}`;
+
+/**
+ * Operator overrides of agents' model and instructions, without a code change: a JSON file
+ * (`AGENTS_CONFIG`, e.g. a mounted ConfigMap: `{"assistant": {"model": "openai/gpt-4o-mini"}}`) and
+ * environment variables, which win. A bad file stops the service at boot with a message naming it.
+ */
+export function loadOverrides(
+  agentIds: string[],
+  path: string | undefined,
+  env: Record<string, string | undefined>,
+): Map<string, AgentOverride> {
+  let fromFile: Record<string, AgentOverride> = {};
+  if (path) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(path, 'utf8'));
+    } catch (err) {
+      throw new ConfigError(
+        `Invalid configuration:\n  AGENTS_CONFIG: cannot read ${path}: ${(err as Error).message}`,
+      );
+    }
+    const parsed = fileSchema.safeParse(raw);
+    if (!parsed.success) {
+      const lines = parsed.error.issues.map((i) => `  AGENTS_CONFIG ${i.path.join('.')}: ${i.message}`);
+      throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+    }
+    const unknown = Object.keys(parsed.data).filter((id) => !agentIds.includes(id));
+    if (unknown.length) {
+      throw new ConfigError(
+        `Invalid configuration:\n  AGENTS_CONFIG: unknown agent(s) ${unknown.join(', ')}`,
+      );
+    }
+    fromFile = parsed.data;
+  }
+  const out = new Map<string, AgentOverride>();
+  for (const id of agentIds) {
+    const merged = {
+      ...fromFile[id],
+      ...(env[envKey(id, 'MODEL')] ? { model: env[envKey(id, 'MODEL')] } : {}),
+      ...(env[envKey(id, 'INSTRUCTIONS')] ? { instructions: env[envKey(id, 'INSTRUCTIONS')] } : {}),
+    };
+    const checked = overrideSchema.safeParse(merged);
+    if (!checked.success) {
+      throw new ConfigError(
+        `Invalid configuration:\n  ${envKey(id, 'MODEL')}: ${checked.error.issues[0].message}`,
+      );
+    }
+    out.set(id, checked.data);
+  }
+  return out;
+}

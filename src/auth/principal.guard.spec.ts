@@ -1,0 +1,293 @@
+import { ExecutionContext, Logger } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { DomainError } from '../common/errors';
+import { loadConfig } from '../config/config';
+import { JwtVerifier, TokenRejected } from './jwt-verifier';
+import { Principal } from './principal';
+import { PrincipalGuard, scopeToCaller } from './principal.guard';
+import { Public } from './public.decorator';
+
+type FakeRequest = {
+  method?: string;
+  body?: unknown;
+  query?: Record<string, unknown>;
+  headers?: Record<string, string | string[] | undefined>;
+  socket?: { remoteAddress?: string };
+  principal?: Principal;
+};
+
+class ThreadsLike {
+  list(): void {}
+}
+
+@Public()
+class HealthLike {
+  check(): void {}
+}
+
+class MetricsLike {
+  @Public()
+  metrics(): void {}
+}
+
+function setup(env: Record<string, string>, authenticate = jest.fn()) {
+  const guard = new PrincipalGuard(loadConfig(env), new Reflector(), {
+    authenticate,
+  } as unknown as JwtVerifier);
+  const reply = { header: jest.fn() };
+  const run = async (
+    partial: FakeRequest,
+    handler: { new (): object; prototype: object } = ThreadsLike,
+    method = 'list',
+  ) => {
+    const req = { method: 'GET', headers: {}, socket: { remoteAddress: '127.0.0.1' }, ...partial };
+    const context = {
+      getHandler: () => (handler.prototype as Record<string, unknown>)[method],
+      getClass: () => handler,
+      switchToHttp: () => ({ getRequest: () => req, getResponse: () => reply }),
+    } as unknown as ExecutionContext;
+    expect(await guard.canActivate(context)).toBe(true);
+    return req.principal;
+  };
+  return { run, reply, authenticate };
+}
+
+const domainError = async (pending: Promise<unknown>) => {
+  const err: unknown = await pending.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(DomainError);
+  const { code, message, details } = err as DomainError;
+  return { code, message, details };
+};
+
+describe('PrincipalGuard', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  describe('AUTH_MODE=none', () => {
+    const { run } = setup({});
+
+    it('is anonymous when the client names nobody', async () => {
+      expect(await run({})).toEqual({ resourceId: 'anonymous', admin: false });
+    });
+
+    it('takes forwardedProps.resourceId, then ?resourceId=, then X-Resource-Id', async () => {
+      const all = {
+        body: { forwardedProps: { resourceId: 'a' } },
+        query: { resourceId: 'b' },
+        headers: { 'x-resource-id': 'c' },
+      };
+      expect(await run(all)).toEqual({ resourceId: 'a', admin: false });
+      expect(await run({ ...all, body: {} })).toEqual({ resourceId: 'b', admin: false });
+      expect(await run({ headers: { 'x-resource-id': 'c' } })).toEqual({ resourceId: 'c', admin: false });
+    });
+
+    it.each([
+      [{ query: { resourceId: ['a', 'b'] } }, 'resourceId'],
+      [{ headers: { 'x-resource-id': 'has space' } }, 'x-resource-id'],
+      [{ body: { forwardedProps: { resourceId: 7 } } }, 'forwardedProps.resourceId'],
+    ])('refuses an invalid resourceId (%j) with VALIDATION_FAILED', async (req, path) => {
+      const { run: guarded } = setup({});
+      await expect(domainError(guarded(req))).resolves.toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: [{ path }],
+      });
+    });
+  });
+
+  describe('@Public()', () => {
+    it.each([
+      ['a class', HealthLike, 'check'],
+      ['a handler', MetricsLike, 'metrics'],
+    ])('on %s skips authentication and resolves no principal', async (_, handler, method) => {
+      const { run, authenticate } = setup({
+        AUTH_MODE: 'jwt',
+        OIDC_ISSUER: 'https://idp.example.com',
+        OIDC_AUDIENCE: 'io-bridge',
+      });
+      expect(await run({ headers: {} }, handler, method)).toBeUndefined();
+      expect(authenticate).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('AUTH_MODE=jwt', () => {
+    const env = { AUTH_MODE: 'jwt', OIDC_ISSUER: 'https://idp.example.com', OIDC_AUDIENCE: 'io-bridge' };
+
+    it('passes the bearer token to the verifier and keeps the principal it proves', async () => {
+      const { run, authenticate } = setup(
+        env,
+        jest.fn().mockResolvedValue({ resourceId: 'u1', admin: true }),
+      );
+      expect(await run({ headers: { authorization: 'bearer  abc.def.ghi' } })).toEqual({
+        resourceId: 'u1',
+        admin: true,
+      });
+      expect(authenticate).toHaveBeenCalledWith('abc.def.ghi');
+    });
+
+    it.each([undefined, '', 'Bearer', 'Bearer ', 'Basic dTpw', 'Bearer a b', ['Bearer x', 'Bearer y']])(
+      'Authorization %j is 401 Authentication required, with a Bearer challenge',
+      async (authorization) => {
+        const { run, reply, authenticate } = setup(env);
+        await expect(domainError(run({ headers: { authorization } }))).resolves.toEqual({
+          code: 'UNAUTHENTICATED',
+          message: 'Authentication required',
+          details: undefined,
+        });
+        expect(reply.header).toHaveBeenCalledWith('www-authenticate', 'Bearer realm="io-bridge"');
+        expect(authenticate).not.toHaveBeenCalled();
+      },
+    );
+
+    it('a rejected token is 401 Invalid token; the reason goes to the log at warn, the token does not', async () => {
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      const { run, reply } = setup(
+        env,
+        jest.fn().mockRejectedValue(new TokenRejected('ERR_JWT_EXPIRED: "exp" claim')),
+      );
+      await expect(
+        domainError(run({ headers: { authorization: 'Bearer secret.token.value' } })),
+      ).resolves.toEqual({ code: 'UNAUTHENTICATED', message: 'Invalid token', details: undefined });
+      expect(reply.header).toHaveBeenCalledWith(
+        'www-authenticate',
+        'Bearer realm="io-bridge", error="invalid_token"',
+      );
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn.mock.calls[0][0]).toContain('ERR_JWT_EXPIRED');
+      expect(warn.mock.calls[0][0]).not.toContain('secret.token.value');
+    });
+
+    it('lets other failures (an unreachable identity provider) through as they are', async () => {
+      const down = new DomainError('SERVICE_UNAVAILABLE', 'Authentication is unavailable');
+      const { run } = setup(env, jest.fn().mockRejectedValue(down));
+      await expect(run({ headers: { authorization: 'Bearer x' } })).rejects.toBe(down);
+    });
+
+    it('applies the ownership rule to the verified caller', async () => {
+      const { run } = setup(env, jest.fn().mockResolvedValue({ resourceId: 'u1', admin: false }));
+      await expect(
+        domainError(run({ headers: { authorization: 'Bearer x', 'x-resource-id': 'u2' } })),
+      ).resolves.toMatchObject({ code: 'FORBIDDEN', details: [{ path: 'x-resource-id' }] });
+    });
+  });
+
+  describe('AUTH_MODE=header', () => {
+    const env = {
+      AUTH_MODE: 'header',
+      TRUSTED_PROXIES: '10.0.0.0/8,fd00::/8',
+      AUTH_HEADER: 'X-Auth-Request-User',
+    };
+
+    it.each(['10.1.2.3', '::ffff:10.1.2.3', 'fd00::5'])(
+      'trusts the header from %s',
+      async (remoteAddress) => {
+        const { run } = setup(env);
+        expect(await run({ headers: { 'x-auth-request-user': 'carol' }, socket: { remoteAddress } })).toEqual(
+          {
+            resourceId: 'carol',
+            admin: false,
+          },
+        );
+      },
+    );
+
+    it.each([
+      ['127.0.0.1', { 'x-auth-request-user': 'carol' }],
+      ['11.0.0.1', { 'x-auth-request-user': 'carol', 'x-forwarded-for': '10.1.2.3' }],
+      [undefined, { 'x-auth-request-user': 'carol' }],
+      ['10.1.2.3', {}],
+      ['10.1.2.3', { 'x-auth-request-user': '' }],
+      ['10.1.2.3', { 'x-auth-request-user': ['carol', 'dave'] }],
+      ['10.1.2.3', { 'x-auth-request-user': 'has space' }],
+    ])('from %s with %j is 401 Authentication required', async (remoteAddress, headers) => {
+      jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      const { run } = setup(env);
+      await expect(domainError(run({ headers, socket: { remoteAddress } }))).resolves.toEqual({
+        code: 'UNAUTHENTICATED',
+        message: 'Authentication required',
+        details: undefined,
+      });
+    });
+
+    it('applies the ownership rule to the proxied caller', async () => {
+      const { run } = setup(env);
+      const req = {
+        method: 'POST',
+        headers: { 'x-auth-request-user': 'carol' },
+        body: { forwardedProps: { resourceId: 'dave' } },
+        socket: { remoteAddress: '10.0.0.1' },
+      };
+      await expect(domainError(run(req))).resolves.toMatchObject({
+        code: 'FORBIDDEN',
+        details: [{ path: 'forwardedProps.resourceId' }],
+      });
+    });
+  });
+});
+
+describe('scopeToCaller', () => {
+  const user: Principal = { resourceId: 'alice', admin: false };
+  const admin: Principal = { resourceId: 'root', admin: true };
+  const named = (body?: unknown, query?: unknown, header?: unknown): Array<[string, unknown]> => [
+    ['forwardedProps.resourceId', body],
+    ['resourceId', query],
+    ['x-resource-id', header],
+  ];
+
+  it.each([
+    ['nothing named', named()],
+    ['its own resource everywhere', named('alice', 'alice', 'alice')],
+    ['its own resource once', named(undefined, 'alice')],
+  ])('keeps the caller when the client names %s', (_, requested) => {
+    expect(scopeToCaller(user, requested, false)).toBe(user);
+    expect(scopeToCaller(user, requested, true)).toBe(user);
+  });
+
+  it.each([
+    ['forwardedProps.resourceId', named('bob')],
+    ['resourceId', named(undefined, 'bob')],
+    ['x-resource-id', named(undefined, undefined, 'bob')],
+    ['resourceId', named('alice', ['alice'])],
+    ['x-resource-id', named('alice', 'alice', 'Alice')],
+  ])('is 403 FORBIDDEN when %s names another resource, read or write', (path, requested) => {
+    for (const read of [true, false]) {
+      expect(() => scopeToCaller(user, requested, read)).toThrow(
+        expect.objectContaining({ code: 'FORBIDDEN', details: [expect.objectContaining({ path })] }),
+      );
+    }
+  });
+
+  it('lets an admin read another owner (readAs), by query or header', () => {
+    expect(scopeToCaller(admin, named(undefined, 'alice'), true)).toEqual({ ...admin, readAs: 'alice' });
+    expect(scopeToCaller(admin, named(undefined, undefined, 'alice'), true)).toEqual({
+      ...admin,
+      readAs: 'alice',
+    });
+    expect(scopeToCaller(admin, named(undefined, 'alice', 'alice'), true)).toEqual({
+      ...admin,
+      readAs: 'alice',
+    });
+  });
+
+  it('never lets an admin write as another owner', () => {
+    for (const requested of [
+      named('alice'),
+      named(undefined, 'alice'),
+      named(undefined, undefined, 'alice'),
+    ]) {
+      expect(() => scopeToCaller(admin, requested, false)).toThrow(
+        expect.objectContaining({ code: 'FORBIDDEN' }),
+      );
+    }
+  });
+
+  it('is 403 for an admin read naming two different owners, 400 for an invalid one', () => {
+    expect(() => scopeToCaller(admin, named(undefined, 'alice', 'bob'), true)).toThrow(
+      expect.objectContaining({ code: 'FORBIDDEN' }),
+    );
+    expect(() => scopeToCaller(admin, named(undefined, 'has space'), true)).toThrow(
+      expect.objectContaining({ code: 'VALIDATION_FAILED' }),
+    );
+  });
+});

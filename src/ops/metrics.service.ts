@@ -1,0 +1,73 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+
+type PgPool = { totalCount: number; idleCount: number; waitingCount: number };
+
+/** The service's Prometheus metrics, in a registry of its own (several apps can share a process in tests). */
+@Injectable()
+export class Metrics implements OnModuleInit {
+  readonly registry = new Registry();
+
+  readonly httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration (for a run: until its stream ends)',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+
+  readonly activeRuns = new Gauge({
+    name: 'io_bridge_active_runs',
+    help: 'Runs streaming on this instance',
+    registers: [this.registry],
+  });
+
+  readonly runOutcomes = new Counter({
+    name: 'io_bridge_run_outcomes_total',
+    help: 'Ended runs by status and error code (code "none" for a finished run)',
+    labelNames: ['status', 'code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly timeToFirstEvent = new Histogram({
+    name: 'io_bridge_time_to_first_event_seconds',
+    help: 'From the run request to RUN_STARTED written',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+
+  readonly frontendToolWait = new Histogram({
+    name: 'io_bridge_frontend_tool_wait_seconds',
+    help: 'How long runs waited for frontend tool results',
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300],
+    registers: [this.registry],
+  });
+
+  readonly toolResultTimeouts = new Counter({
+    name: 'io_bridge_tool_result_timeouts_total',
+    help: 'Runs ended because a frontend tool result did not come in time',
+    registers: [this.registry],
+  });
+
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  onModuleInit(): void {
+    collectDefaultMetrics({ register: this.registry });
+    const pool = () => (this.dataSource.driver as unknown as { master?: PgPool }).master;
+    new Gauge({
+      name: 'io_bridge_db_pool_connections',
+      help: 'Database pool connections by state',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        const p = pool();
+        if (!p) return;
+        this.set({ state: 'total' }, p.totalCount);
+        this.set({ state: 'idle' }, p.idleCount);
+        this.set({ state: 'waiting' }, p.waitingCount);
+      },
+    });
+  }
+}

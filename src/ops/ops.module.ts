@@ -1,0 +1,14 @@
+import { Global, Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { DrainState } from './drain.service';
+import { Metrics } from './metrics.service';
+import { OpsController } from './ops.controller';
+
+@Global()
+@Module({
+  imports: [TerminusModule.forRoot({ logger: false, errorLogStyle: 'pretty' })],
+  controllers: [OpsController],
+  providers: [DrainState, Metrics],
+  exports: [DrainState, Metrics],
+})
+export class OpsModule {}

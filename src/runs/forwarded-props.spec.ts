@@ -1,0 +1,102 @@
+import { DomainError } from '../common/errors';
+import { parseForwardedProps } from './forwarded-props';
+
+const ceilings = { maxTokens: 1000, maxSteps: 8, maxRetries: 3, maxLastMessages: 50 };
+const parse = (props?: Record<string, unknown>) => parseForwardedProps(props, ceilings);
+
+function problems(props: Record<string, unknown>): string[] {
+  try {
+    parse(props);
+  } catch (err) {
+    expect(err).toBeInstanceOf(DomainError);
+    expect((err as DomainError).code).toBe('VALIDATION_FAILED');
+    return ((err as DomainError).details ?? []).map((d) => d.path ?? '');
+  }
+  throw new Error('expected a VALIDATION_FAILED error');
+}
+
+describe('parseForwardedProps', () => {
+  it('gives defaults for nothing', () => {
+    expect(parse(undefined)).toEqual({
+      modelSettings: {},
+      readOnly: false,
+      generateTitle: false,
+      extras: {},
+    });
+  });
+
+  it('maps modelSettings to the model call, clamping each to its range and ceiling', () => {
+    expect(
+      parse({
+        modelSettings: { maxTokens: 5000, temperature: -1, topP: 3, topK: 0, maxRetries: 10, maxSteps: 100 },
+      }),
+    ).toMatchObject({
+      modelSettings: { maxOutputTokens: 1000, temperature: 0, topP: 1, topK: 1, maxRetries: 3 },
+      maxSteps: 8,
+    });
+    expect(
+      parse({ modelSettings: { maxTokens: 10, temperature: 0.7, topP: 0.9, topK: 5 } }).modelSettings,
+    ).toEqual({
+      maxOutputTokens: 10,
+      temperature: 0.7,
+      topP: 0.9,
+      topK: 5,
+    });
+  });
+
+  it('refuses known keys of the wrong type, naming each', () => {
+    expect(
+      problems({
+        agentId: 3,
+        modelSettings: { temperature: 'hot', maxTokens: 1.5, topK: Number.NaN },
+        memoryOptions: { readOnly: 'yes', lastMessages: '5' },
+      }),
+    ).toEqual([
+      'forwardedProps.agentId',
+      'forwardedProps.modelSettings.maxTokens',
+      'forwardedProps.modelSettings.temperature',
+      'forwardedProps.modelSettings.topK',
+      'forwardedProps.memoryOptions.lastMessages',
+      'forwardedProps.memoryOptions.readOnly',
+    ]);
+    expect(problems({ modelSettings: [] })).toEqual(['forwardedProps.modelSettings']);
+    expect(problems({ structuredOutput: { schema: { type: 12 } } })).toEqual([
+      'forwardedProps.structuredOutput.schema',
+    ]);
+    expect(problems({ structuredOutput: {} })).toEqual(['forwardedProps.structuredOutput.schema']);
+  });
+
+  it('reads memoryOptions and io.Assist memory.options, memoryOptions winning', () => {
+    expect(
+      parse({ memoryOptions: { lastMessages: 500, readOnly: true, generateTitle: true } }),
+    ).toMatchObject({
+      lastMessages: 50,
+      readOnly: true,
+      generateTitle: true,
+    });
+    expect(
+      parse({ memory: { thread: 't', resource: 'r', options: { lastMessages: 3, readOnly: true } } }),
+    ).toMatchObject({
+      lastMessages: 3,
+      readOnly: true,
+    });
+    expect(
+      parse({ memory: { options: { lastMessages: 3 } }, memoryOptions: { lastMessages: 4 } }).lastMessages,
+    ).toBe(4);
+    expect(parse({ memoryOptions: { lastMessages: 0 } }).lastMessages).toBe(0);
+  });
+
+  it('keeps a valid structuredOutput schema', () => {
+    const schema = { type: 'object', properties: { a: { type: 'number' } } };
+    expect(parse({ structuredOutput: { schema } }).structuredOutput).toEqual({ schema });
+  });
+
+  it('passes unknown keys on as extras, and keeps the known ones out of them', () => {
+    expect(
+      parse({ agentId: 'a', resourceId: 'r', theme: 'dark', nested: { x: [1] }, memory: {} }).extras,
+    ).toEqual({
+      theme: 'dark',
+      nested: { x: [1] },
+    });
+  });
+});

@@ -1,0 +1,138 @@
+import Ajv from 'ajv';
+import { DomainError, ErrorDetail } from '../common/errors';
+
+/** Settings a client may pass for the model; clamped to the configured ceilings, never trusted as they are. */
+export type ModelSettings = {
+  maxOutputTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  maxRetries?: number;
+};
+
+export type ModelCeilings = {
+  maxTokens: number;
+  maxSteps: number;
+  maxRetries: number;
+  maxLastMessages: number;
+};
+
+/** What the bridge reads from `forwardedProps` (CONTRACT section 6); anything else goes to the agent as request context. */
+export type RunOptions = {
+  agentId?: string;
+  modelSettings: ModelSettings;
+  maxSteps?: number;
+  lastMessages?: number;
+  readOnly: boolean;
+  generateTitle: boolean;
+  structuredOutput?: { schema: Record<string, unknown> };
+  extras: Record<string, unknown>;
+};
+
+const KNOWN = new Set([
+  'agentId',
+  'resourceId',
+  'memoryOptions',
+  'memory',
+  'modelSettings',
+  'structuredOutput',
+]);
+const ajv = new Ajv({ strict: false });
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const clamp = (v: number, min: number, max: number) => Math.min(max, Math.max(min, v));
+
+/**
+ * Reads `forwardedProps`. A known key of the wrong type is a 400 naming it; a number outside its
+ * range is clamped to it (a client asking for more than allowed gets the most allowed).
+ */
+export function parseForwardedProps(
+  props: Record<string, unknown> | undefined,
+  ceilings: ModelCeilings,
+): RunOptions {
+  const p = props ?? {};
+  const problems: ErrorDetail[] = [];
+  const number = (
+    obj: Record<string, unknown>,
+    key: string,
+    path: string,
+    integer = false,
+  ): number | undefined => {
+    const v = obj[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v))) {
+      problems.push({ path: `${path}.${key}`, message: integer ? 'must be an integer' : 'must be a number' });
+      return undefined;
+    }
+    return v;
+  };
+  const boolean = (obj: Record<string, unknown>, key: string, path: string): boolean | undefined => {
+    const v = obj[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'boolean') problems.push({ path: `${path}.${key}`, message: 'must be a boolean' });
+    return typeof v === 'boolean' ? v : undefined;
+  };
+  const object = (value: unknown, path: string): Record<string, unknown> => {
+    if (value === undefined || value === null) return {};
+    if (!isObject(value)) problems.push({ path, message: 'must be an object' });
+    return isObject(value) ? value : {};
+  };
+
+  if (p.agentId !== undefined && typeof p.agentId !== 'string') {
+    problems.push({ path: 'forwardedProps.agentId', message: 'must be a string' });
+  }
+
+  const ms = object(p.modelSettings, 'forwardedProps.modelSettings');
+  const path = 'forwardedProps.modelSettings';
+  const maxTokens = number(ms, 'maxTokens', path, true);
+  const temperature = number(ms, 'temperature', path);
+  const topP = number(ms, 'topP', path);
+  const topK = number(ms, 'topK', path, true);
+  const maxRetries = number(ms, 'maxRetries', path, true);
+  const maxSteps = number(ms, 'maxSteps', path, true);
+  const modelSettings: ModelSettings = {
+    ...(maxTokens !== undefined ? { maxOutputTokens: clamp(maxTokens, 1, ceilings.maxTokens) } : {}),
+    ...(temperature !== undefined ? { temperature: clamp(temperature, 0, 2) } : {}),
+    ...(topP !== undefined ? { topP: clamp(topP, 0, 1) } : {}),
+    ...(topK !== undefined ? { topK: clamp(topK, 1, 1000) } : {}),
+    ...(maxRetries !== undefined ? { maxRetries: clamp(maxRetries, 0, ceilings.maxRetries) } : {}),
+  };
+
+  // io.Assist sends `memory: {thread, resource, options}`; the protocol names it `memoryOptions`.
+  const memory = object(p.memory, 'forwardedProps.memory');
+  const memoryOptions = {
+    ...object(memory.options, 'forwardedProps.memory.options'),
+    ...object(p.memoryOptions, 'forwardedProps.memoryOptions'),
+  };
+  const memoryPath =
+    p.memoryOptions !== undefined ? 'forwardedProps.memoryOptions' : 'forwardedProps.memory.options';
+  const lastMessages = number(memoryOptions, 'lastMessages', memoryPath, true);
+  const readOnly = boolean(memoryOptions, 'readOnly', memoryPath) ?? false;
+  const generateTitle = boolean(memoryOptions, 'generateTitle', memoryPath) ?? false;
+
+  let structuredOutput: RunOptions['structuredOutput'];
+  if (p.structuredOutput !== undefined) {
+    const so = object(p.structuredOutput, 'forwardedProps.structuredOutput');
+    if (!isObject(so.schema) || ajv.validateSchema(so.schema) !== true) {
+      problems.push({
+        path: 'forwardedProps.structuredOutput.schema',
+        message: 'must be a JSON Schema object',
+      });
+    } else {
+      structuredOutput = { schema: so.schema };
+    }
+  }
+
+  if (problems.length) throw new DomainError('VALIDATION_FAILED', 'Invalid forwardedProps', problems);
+  return {
+    ...(typeof p.agentId === 'string' ? { agentId: p.agentId } : {}),
+    modelSettings,
+    ...(maxSteps !== undefined ? { maxSteps: clamp(maxSteps, 1, ceilings.maxSteps) } : {}),
+    ...(lastMessages !== undefined ? { lastMessages: clamp(lastMessages, 0, ceilings.maxLastMessages) } : {}),
+    readOnly,
+    generateTitle,
+    ...(structuredOutput ? { structuredOutput } : {}),
+    extras: Object.fromEntries(Object.entries(p).filter(([key]) => !KNOWN.has(key))),
+  };
+}

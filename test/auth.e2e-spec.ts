@@ -1,0 +1,511 @@
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { Logger } from '@nestjs/common';
+import { SignJWT } from 'jose';
+import { createApp } from '../src/app.factory';
+import { loadConfig } from '../src/config/config';
+import { db, startApp, TestApp } from './support/app';
+import { TestIdp } from './support/oidc';
+import { openRun, postRun, runInput, types, uid } from './support/sse';
+
+const GET_CITY = {
+  name: 'get_city',
+  description: 'Asks the browser for the user city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+/** A request to the app under /io-bridge with the given headers (JSON content type when there is a body). */
+function caller(t: () => TestApp) {
+  return (path: string, headers: Record<string, string> = {}, init: RequestInit = {}) =>
+    fetch(`${t().baseUrl}/io-bridge${path}`, {
+      ...init,
+      headers: { ...(init.body ? { 'content-type': 'application/json' } : {}), ...headers },
+    });
+}
+
+const runRecorded = (runId: string) =>
+  db(async (c) => (await c.query('SELECT 1 FROM runs WHERE id = $1', [runId])).rowCount);
+
+describe('authentication', () => {
+  describe('AUTH_MODE=jwt', () => {
+    let idp: TestIdp;
+    let t: TestApp;
+    const api = caller(() => t);
+    const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+    const alice = uid('alice');
+    const bob = uid('bob');
+    const operator = uid('operator');
+    let esKid: string;
+
+    beforeAll(async () => {
+      idp = await TestIdp.start();
+      esKid = await idp.addKey('ES256');
+      t = await startApp({
+        AUTH_MODE: 'jwt',
+        OIDC_ISSUER: idp.issuer,
+        OIDC_AUDIENCE: idp.audience,
+        ADMIN_ROLE_CLAIM: 'realm_access.roles',
+        ADMIN_ROLE: 'io-admin',
+      });
+    });
+    afterAll(async () => {
+      await t.close();
+      await idp.close();
+    });
+    afterEach(() => jest.restoreAllMocks());
+
+    const tokenOf = (sub: string, roles: string[] = []) =>
+      idp.sign({ sub, realm_access: { roles } }).then(bearer);
+
+    it('accepts a valid token: the owner is its sub, RS256 or ES256', async () => {
+      const created = await api('/threads', await tokenOf(alice), { method: 'POST', body: '{}' });
+      expect(created.status).toBe(201);
+      expect(await created.json()).toMatchObject({ resourceId: alice });
+      const es = bearer(await idp.sign({ sub: alice }, { kid: esKid }));
+      const listed = await api('/threads', es);
+      expect(listed.status).toBe(200);
+      const { threads } = (await listed.json()) as { threads: Array<{ resourceId: string }> };
+      expect(threads.length).toBeGreaterThan(0);
+      expect(threads.every((th) => th.resourceId === alice)).toBe(true);
+    });
+
+    it('accepts a token expired or not yet valid by less than the clock tolerance (5 s)', async () => {
+      const late = await idp.sign({ sub: alice }, { expiresIn: -2 });
+      const early = await idp.sign({ sub: alice }, { notBefore: 2 });
+      expect((await api('/threads', bearer(late))).status).toBe(200);
+      expect((await api('/threads', bearer(early))).status).toBe(200);
+    });
+
+    it('answers 401 Authentication required without a bearer token', async () => {
+      const attempts: Array<Record<string, string>> = [
+        {},
+        { authorization: 'Basic YWxpY2U6eA==' },
+        { authorization: 'Bearer' },
+      ];
+      for (const headers of attempts) {
+        const res = await api('/threads', headers);
+        expect(res.status).toBe(401);
+        expect(res.headers.get('www-authenticate')).toBe('Bearer realm="io-bridge"');
+        expect(await res.json()).toEqual({
+          statusCode: 401,
+          code: 'UNAUTHENTICATED',
+          message: 'Authentication required',
+        });
+      }
+    });
+
+    const forged: Array<[string, () => string | Promise<string>]> = [
+      ['wrong issuer', () => idp.sign({ sub: alice }, { issuer: 'https://evil.example.com' })],
+      ['wrong audience', () => idp.sign({ sub: alice }, { audience: 'another-api' })],
+      ['expired', () => idp.sign({ sub: alice }, { expiresIn: -60 })],
+      ['not valid before a future nbf', () => idp.sign({ sub: alice }, { notBefore: 60 })],
+      ['without exp', () => idp.sign({ sub: alice }, { expiresIn: null })],
+      ['without the resourceId claim', () => idp.sign({ name: 'Alice' })],
+      [
+        'alg none',
+        () => {
+          const now = Math.floor(Date.now() / 1000);
+          const claims = { sub: alice, iss: idp.issuer, aud: idp.audience, iat: now, exp: now + 300 };
+          return `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims)}.`;
+        },
+      ],
+      [
+        'HS256 signed with the public key as secret',
+        async () =>
+          new SignJWT({ sub: alice })
+            .setProtectedHeader({ alg: 'HS256', kid: idp.firstKid })
+            .setIssuer(idp.issuer)
+            .setAudience(idp.audience)
+            .setIssuedAt()
+            .setExpirationTime('5m')
+            .sign(new TextEncoder().encode(await idp.publicPem())),
+      ],
+      [
+        'signed by a key whose kid the JWKS does not have',
+        async () => idp.sign({ sub: alice }, { kid: await idp.addKey('RS256', false) }),
+      ],
+      [
+        'tampered payload',
+        async () => {
+          const [header, payload, signature] = (await idp.sign({ sub: bob })).split('.');
+          const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
+          return [header, b64({ ...claims, sub: alice }), signature].join('.');
+        },
+      ],
+      ['not a JWT', () => 'not.a.jwt'],
+    ];
+
+    it.each(forged)('answers 401 Invalid token for a token %s, saying nothing more', async (_, make) => {
+      const token = await make();
+      const res = await api('/threads', bearer(token));
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="io-bridge", error="invalid_token"');
+      expect(await res.json()).toEqual({
+        statusCode: 401,
+        code: 'UNAUTHENTICATED',
+        message: 'Invalid token',
+      });
+    });
+
+    it('refuses a run with a bad token before any stream', async () => {
+      const input = runInput('hi');
+      const res = await postRun(t.runUrl, input, {
+        headers: {
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+          ...bearer(await idp.sign({ sub: alice }, { expiresIn: -60 })),
+        },
+      });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await runRecorded(input.runId)).toBe(0);
+    });
+
+    it('logs why a token was refused at warn, without the token', async () => {
+      const warn = jest.spyOn(Logger.prototype, 'warn');
+      const token = await idp.sign({ sub: alice }, { audience: 'another-api' });
+      expect((await api('/threads', bearer(token))).status).toBe(401);
+      const logged = warn.mock.calls.map((c) => String(c[0]));
+      expect(logged.some((l) => l.includes('ERR_JWT_CLAIM_VALIDATION_FAILED') && l.includes('"aud"'))).toBe(
+        true,
+      );
+      expect(logged.some((l) => l.includes(token) || l.includes(token.split('.')[1]))).toBe(false);
+    });
+
+    it('fetches the discovery document once and keeps the keys cached', async () => {
+      const token = await tokenOf(alice);
+      await api('/threads', token);
+      const jwksFetches = idp.fetches.jwks;
+      for (let i = 0; i < 5; i++) expect((await api('/threads', token)).status).toBe(200);
+      expect(idp.fetches.jwks).toBe(jwksFetches);
+      expect(idp.fetches.discovery).toBe(1);
+    });
+
+    it('picks up a new kid on the JWKS without a restart (key rotation)', async () => {
+      await api('/threads', await tokenOf(alice));
+      const kid = await idp.addKey('RS256');
+      const rotated = bearer(await idp.sign({ sub: alice }, { kid }));
+      const before = idp.fetches.jwks;
+      // jose refetches the JWKS for an unknown kid at most once per 30 s cooldown: step past it.
+      const realNow = Date.now.bind(Date);
+      jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 31_000);
+      const res = await api('/threads', rotated);
+      expect(res.status).toBe(200);
+      expect(idp.fetches.jwks).toBe(before + 1);
+      expect(idp.fetches.discovery).toBe(1);
+    });
+
+    it('keeps Swagger UI and its document open without a token', async () => {
+      const ui = await fetch(`${t.baseUrl}/docs`);
+      expect(ui.status).toBe(200);
+      expect(ui.headers.get('content-type')).toMatch(/text\/html/);
+      const doc = await fetch(`${t.baseUrl}/docs-json`);
+      expect(doc.status).toBe(200);
+      expect((await doc.json()).components.securitySchemes.bearer).toMatchObject({
+        type: 'http',
+        scheme: 'bearer',
+      });
+    });
+
+    describe('ownership with two users and an admin', () => {
+      it('another user gets 404 everywhere; naming another owner is 403; an admin reads but never writes', async () => {
+        const asAlice = await tokenOf(alice);
+        const asBob = await tokenOf(bob);
+        const asAdmin = await tokenOf(operator, ['offline_access', 'io-admin']);
+        const threadId = uid('owned');
+        const live = await openRun(
+          t.runUrl,
+          {
+            threadId,
+            runId: uid('run'),
+            messages: [{ id: 'u1', role: 'user', content: '/tool get_city {"city":"x"}' }],
+            tools: [GET_CITY],
+            context: [],
+          },
+          asAlice,
+        );
+        const end = await live.waitFor((e) => e.type === 'TOOL_CALL_END');
+        const runId = (live.frames[0].event as { runId: string }).runId;
+        const result = `/runs/${runId}/tool-calls/${end.toolCallId}/result`;
+        const writes = (who: Record<string, string>): Array<[string, Promise<Response>]> => [
+          ['PATCH thread', api(`/threads/${threadId}`, who, { method: 'PATCH', body: '{"title":"mine"}' })],
+          ['DELETE thread', api(`/threads/${threadId}`, who, { method: 'DELETE' })],
+          ['POST cancel', api(`/runs/${runId}/cancel`, who, { method: 'POST' })],
+          ['POST result', api(result, who, { method: 'POST', body: '{"content":1}' })],
+          [
+            'POST run on the thread',
+            postRun(
+              t.runUrl,
+              { ...runInput('steal'), threadId },
+              { headers: { 'content-type': 'application/json', ...who } },
+            ),
+          ],
+        ];
+        const expectAll = async (
+          attempts: Array<[string, Promise<Response>]>,
+          status: number,
+          code: string,
+        ) => {
+          for (const [name, pending] of attempts) {
+            const res = await pending;
+            expect({ name, status: res.status, body: await res.json() }).toMatchObject({
+              name,
+              status,
+              body: { code },
+            });
+          }
+        };
+
+        // Bob: another owner's thread and run do not exist for him.
+        await expectAll(
+          [
+            ['GET thread', api(`/threads/${threadId}`, asBob)],
+            ['GET messages', api(`/threads/${threadId}/messages`, asBob)],
+            ['GET run', api(`/runs/${runId}`, asBob)],
+            ...writes(asBob),
+          ],
+          404,
+          'NOT_FOUND',
+        );
+        const bobs = await (await api('/threads?limit=100', asBob)).json();
+        expect(bobs.threads.map((th: { id: string }) => th.id)).not.toContain(threadId);
+
+        // Naming Alice's resource does not widen what Bob sees, in any of the three places.
+        const stolenRun = { ...runInput('steal'), threadId, forwardedProps: { resourceId: alice } };
+        await expectAll(
+          [
+            ['query resourceId', api(`/threads?resourceId=${alice}`, asBob)],
+            ['X-Resource-Id', api(`/threads/${threadId}`, { ...asBob, 'x-resource-id': alice })],
+            [
+              'forwardedProps.resourceId',
+              postRun(t.runUrl, stolenRun, { headers: { 'content-type': 'application/json', ...asBob } }),
+            ],
+          ],
+          403,
+          'FORBIDDEN',
+        );
+        expect(await runRecorded(stolenRun.runId)).toBe(0);
+
+        // The admin reads Alice's thread, messages and run, and lists her threads.
+        const thread = await api(`/threads/${threadId}`, asAdmin);
+        expect(thread.status).toBe(200);
+        expect(await thread.json()).toMatchObject({ id: threadId, resourceId: alice });
+        const messages = await api(`/threads/${threadId}/messages?format=agui`, asAdmin);
+        expect(messages.status).toBe(200);
+        expect((await messages.json()).messages[0]).toMatchObject({ id: 'u1', role: 'user' });
+        const run = await api(`/runs/${runId}`, asAdmin);
+        expect(run.status).toBe(200);
+        expect(await run.json()).toMatchObject({
+          id: runId,
+          status: 'waiting_for_tool',
+          pendingToolCalls: [expect.objectContaining({ toolCallId: end.toolCallId })],
+        });
+        for (const list of [
+          api(`/threads?limit=100&resourceId=${alice}`, asAdmin),
+          api('/threads?limit=100', { ...asAdmin, 'x-resource-id': alice }),
+        ]) {
+          const page = await (await list).json();
+          expect(page.threads.map((th: { id: string }) => th.id)).toContain(threadId);
+          expect(page.threads.every((th: { resourceId: string }) => th.resourceId === alice)).toBe(true);
+        }
+        const own = await (await api('/threads?limit=100', asAdmin)).json();
+        expect(own.threads.map((th: { id: string }) => th.id)).not.toContain(threadId);
+
+        // The admin writes nothing of Alice's: 404 like any other owner, 403 when naming her.
+        await expectAll(writes(asAdmin), 404, 'NOT_FOUND');
+        const adminRun = { ...runInput('as alice'), threadId, forwardedProps: { resourceId: alice } };
+        await expectAll(
+          [
+            [
+              'PATCH naming her',
+              api(`/threads/${threadId}?resourceId=${alice}`, asAdmin, {
+                method: 'PATCH',
+                body: '{"title":"x"}',
+              }),
+            ],
+            [
+              'cancel naming her',
+              api(`/runs/${runId}/cancel`, { ...asAdmin, 'x-resource-id': alice }, { method: 'POST' }),
+            ],
+            [
+              'run naming her',
+              postRun(t.runUrl, adminRun, { headers: { 'content-type': 'application/json', ...asAdmin } }),
+            ],
+          ],
+          403,
+          'FORBIDDEN',
+        );
+        expect(await runRecorded(adminRun.runId)).toBe(0);
+
+        // Alice, repeating her own resource everywhere, still owns and finishes her run.
+        const answered = await api(
+          `${result}?resourceId=${alice}`,
+          { ...asAlice, 'x-resource-id': alice },
+          {
+            method: 'POST',
+            body: '{"content":"ok"}',
+          },
+        );
+        expect(answered.status).toBe(202);
+        expect(types(await live.done).at(-1)).toBe('RUN_FINISHED');
+        const after = await (await api(`/threads/${threadId}`, asAlice)).json();
+        expect(after.title).toBe('/tool get_city {"city":"x"}');
+        const ownRun = { ...runInput('mine'), forwardedProps: { resourceId: alice } };
+        const res = await postRun(t.runUrl, ownRun, {
+          headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...asAlice },
+        });
+        expect(res.status).toBe(200);
+        expect(await res.text()).toContain('RUN_FINISHED');
+      });
+
+      it('a token without the admin role reading another owner with ?resourceId= gets 403', async () => {
+        const asBob = await tokenOf(bob, ['io-user']);
+        const res = await api(`/threads?resourceId=${alice}`, asBob);
+        expect(res.status).toBe(403);
+      });
+    });
+
+    it('answers 503 when the identity provider cannot be reached, and boots anyway', async () => {
+      const error = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const { port } = closed.address() as AddressInfo;
+      await new Promise((resolve) => closed.close(resolve));
+      const down = await startApp({
+        AUTH_MODE: 'jwt',
+        OIDC_ISSUER: `http://127.0.0.1:${port}/realms/gone`,
+        OIDC_AUDIENCE: idp.audience,
+      });
+      try {
+        const res = await fetch(`${down.baseUrl}/io-bridge/threads`, { headers: await tokenOf(alice) });
+        expect(res.status).toBe(503);
+        expect(await res.json()).toEqual({
+          statusCode: 503,
+          code: 'SERVICE_UNAVAILABLE',
+          message: 'Authentication is unavailable',
+        });
+        expect(error).toHaveBeenCalledWith(expect.stringContaining('OIDC discovery failed'));
+      } finally {
+        await down.close();
+      }
+    });
+
+    it('uses OIDC_JWKS_URI without discovery when it is set', async () => {
+      const discoveries = idp.fetches.discovery;
+      const direct = await startApp({
+        AUTH_MODE: 'jwt',
+        OIDC_ISSUER: idp.issuer,
+        OIDC_AUDIENCE: idp.audience,
+        OIDC_JWKS_URI: idp.jwksUri,
+        RESOURCE_ID_CLAIM: 'preferred_username',
+      });
+      try {
+        const token = await idp.sign({ sub: 'f81d4fae', preferred_username: alice });
+        const res = await fetch(`${direct.baseUrl}/io-bridge/threads`, { headers: bearer(token) });
+        expect(res.status).toBe(200);
+        expect(idp.fetches.discovery).toBe(discoveries);
+      } finally {
+        await direct.close();
+      }
+    });
+  });
+
+  describe('AUTH_MODE=header', () => {
+    const carol = uid('carol');
+    const proxied = (extra: Record<string, string> = {}) => ({ 'x-auth-request-user': carol, ...extra });
+
+    describe('from a trusted proxy address', () => {
+      let t: TestApp;
+      const api = caller(() => t);
+      beforeAll(async () => {
+        t = await startApp({ AUTH_MODE: 'header', TRUSTED_PROXIES: '10.0.0.0/8, 127.0.0.0/8' });
+      });
+      afterAll(() => t.close());
+
+      it('takes the owner from the header', async () => {
+        const created = await api('/threads', proxied(), { method: 'POST', body: '{}' });
+        expect(created.status).toBe(201);
+        expect(await created.json()).toMatchObject({ resourceId: carol });
+        const page = await (await api('/threads', proxied())).json();
+        expect(page.threads.length).toBeGreaterThan(0);
+        expect(page.threads.every((th: { resourceId: string }) => th.resourceId === carol)).toBe(true);
+      });
+
+      it('answers 401 when the header is missing or empty', async () => {
+        const attempts: Array<Record<string, string>> = [
+          {},
+          { 'x-auth-request-user': '' },
+          { 'x-resource-id': carol },
+        ];
+        for (const headers of attempts) {
+          const res = await api('/threads', headers);
+          expect(res.status).toBe(401);
+          expect(await res.json()).toEqual({
+            statusCode: 401,
+            code: 'UNAUTHENTICATED',
+            message: 'Authentication required',
+          });
+        }
+      });
+
+      it('answers 403 to a client naming another resource, before any stream', async () => {
+        const input = { ...runInput('hi'), forwardedProps: { resourceId: 'dave' } };
+        const run = await postRun(t.runUrl, input, {
+          headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...proxied() },
+        });
+        expect(run.status).toBe(403);
+        expect(await run.json()).toMatchObject({ statusCode: 403, code: 'FORBIDDEN' });
+        expect(await runRecorded(input.runId)).toBe(0);
+        expect((await api('/threads?resourceId=dave', proxied())).status).toBe(403);
+        expect((await api('/threads', proxied({ 'x-resource-id': 'dave' }))).status).toBe(403);
+        expect((await api(`/threads?resourceId=${carol}`, proxied({ 'x-resource-id': carol }))).status).toBe(
+          200,
+        );
+      });
+    });
+
+    it('answers 401 from an address outside TRUSTED_PROXIES, whatever X-Forwarded-For says', async () => {
+      const t = await startApp({ AUTH_MODE: 'header', TRUSTED_PROXIES: '10.0.0.0/8' });
+      try {
+        const res = await caller(() => t)('/threads', proxied({ 'x-forwarded-for': '10.1.2.3' }));
+        expect(res.status).toBe(401);
+        expect(await res.json()).toEqual({
+          statusCode: 401,
+          code: 'UNAUTHENTICATED',
+          message: 'Authentication required',
+        });
+      } finally {
+        await t.close();
+      }
+    });
+
+    it('matches an IPv4-mapped IPv6 peer (::ffff:127.0.0.1) against an IPv4 CIDR, with a custom header', async () => {
+      const app = await createApp(
+        loadConfig({
+          DATABASE_URL: process.env.E2E_DATABASE_URL,
+          LOG_LEVEL: 'error',
+          AUTH_MODE: 'header',
+          AUTH_HEADER: 'X-Forwarded-User',
+          TRUSTED_PROXIES: '127.0.0.1/32',
+        }),
+      );
+      // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d.
+      await app.listen(0, '::');
+      try {
+        const { port } = app.getHttpServer().address() as AddressInfo;
+        const res = await fetch(`http://127.0.0.1:${port}/io-bridge/threads`, {
+          headers: { 'x-forwarded-user': carol },
+        });
+        expect(res.status).toBe(200);
+        const refused = await fetch(`http://127.0.0.1:${port}/io-bridge/threads`, {
+          headers: { 'x-auth-request-user': carol },
+        });
+        expect(refused.status).toBe(401);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+});

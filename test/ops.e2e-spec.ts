@@ -1,0 +1,207 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { createServer, Server, Socket } from 'node:net';
+import { join } from 'node:path';
+import { db, eventually, startApp, TestApp } from './support/app';
+import { openRun, postRun, runInput, runToFrames } from './support/sse';
+import { assertStreamRules } from './support/stream-rules';
+
+/** A TCP proxy to Postgres that the test can cut and restore: the database "goes down". */
+async function dbProxy(
+  target: URL,
+): Promise<{ url: string; cut: () => void; restore: () => void; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let up = true;
+  const server: Server = createServer((client) => {
+    if (!up) return client.destroy();
+    const upstream = new Socket();
+    upstream.connect(Number(target.port || 5432), target.hostname);
+    client.pipe(upstream).pipe(client);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => s.destroy());
+    }
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target.toString());
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    cut: () => {
+      up = false;
+      sockets.forEach((s) => s.destroy());
+    },
+    restore: () => {
+      up = true;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        sockets.forEach((s) => s.destroy());
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('health, readiness and metrics', () => {
+  let proxy: Awaited<ReturnType<typeof dbProxy>>;
+  let t: TestApp;
+  beforeAll(async () => {
+    proxy = await dbProxy(new URL(process.env.E2E_DATABASE_URL!));
+    t = await startApp({ DATABASE_URL: proxy.url, RATE_LIMIT_PER_MINUTE: '3' });
+  });
+  afterAll(async () => {
+    await t.close();
+    await proxy.close();
+  });
+
+  it('is live, and ready while the database answers; red when it is down, green when it returns', async () => {
+    const live = await fetch(`${t.baseUrl}/health/live`);
+    expect(live.status).toBe(200);
+    expect(await live.json()).toMatchObject({ status: 'ok' });
+    const ready = await fetch(`${t.baseUrl}/health/ready`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({
+      status: 'ok',
+      info: { shutdown: { status: 'up' }, database: { status: 'up' }, migrations: { status: 'up' } },
+    });
+
+    proxy.cut();
+    const down = await fetch(`${t.baseUrl}/health/ready`);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({
+      statusCode: 503,
+      code: 'SERVICE_UNAVAILABLE',
+      details: expect.arrayContaining([expect.objectContaining({ path: 'database' })]),
+    });
+    expect((await fetch(`${t.baseUrl}/health/live`)).status).toBe(200);
+
+    proxy.restore();
+    await eventually(
+      async () => ((await fetch(`${t.baseUrl}/health/ready`)).status === 200 ? true : undefined),
+      10_000,
+    );
+  });
+
+  it('counts runs, their outcomes and HTTP requests in /metrics', async () => {
+    const scrape = async () => (await fetch(`${t.baseUrl}/metrics`)).text();
+    const value = (text: string, line: string) =>
+      Number(new RegExp(`^${line} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+    const before = await scrape();
+    await runToFrames(t.runUrl, runInput('hi', { forwardedProps: { resourceId: 'metrics-a' } }));
+    await runToFrames(t.runUrl, runInput('/error boom', { forwardedProps: { resourceId: 'metrics-b' } }));
+    const after = await scrape();
+    expect(after).toContain('# TYPE io_bridge_active_runs gauge');
+    expect(value(after, 'io_bridge_run_outcomes_total\\{status="finished",code="none"\\}')).toBe(
+      value(before, 'io_bridge_run_outcomes_total\\{status="finished",code="none"\\}') + 1,
+    );
+    expect(value(after, 'io_bridge_run_outcomes_total\\{status="error",code="MODEL_ERROR"\\}')).toBe(
+      value(before, 'io_bridge_run_outcomes_total\\{status="error",code="MODEL_ERROR"\\}') + 1,
+    );
+    expect(value(after, 'io_bridge_time_to_first_event_seconds_count')).toBe(
+      value(before, 'io_bridge_time_to_first_event_seconds_count') + 2,
+    );
+    expect(value(after, 'io_bridge_active_runs')).toBe(0);
+    expect(after).toMatch(/^io_bridge_db_pool_connections\{state="total"\} \d+$/m);
+    expect(after).toMatch(
+      /^http_request_duration_seconds_count\{method="GET",route="\/metrics",status="200"\} \d+$/m,
+    );
+    expect(after).toContain('io_bridge_frontend_tool_wait_seconds_bucket');
+    expect(after).toContain('io_bridge_tool_result_timeouts_total');
+  });
+
+  it('limits runs per owner per minute: 429 RATE_LIMITED, other owners unaffected', async () => {
+    const as = (owner: string) => runInput('hi', { forwardedProps: { resourceId: owner } });
+    for (let i = 0; i < 3; i++) expect((await runToFrames(t.runUrl, as('busy-owner'))).res.status).toBe(200);
+    const limited = await postRun(t.runUrl, as('busy-owner'));
+    expect(limited.status).toBe(429);
+    expect(await limited.json()).toMatchObject({ statusCode: 429, code: 'RATE_LIMITED' });
+    expect((await runToFrames(t.runUrl, as('calm-owner'))).res.status).toBe(200);
+  });
+
+  it('sends security headers and no CORS allowance to an unlisted origin', async () => {
+    const res = await fetch(`${t.baseUrl}/health/live`, { headers: { origin: 'https://evil.example' } });
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
+describe('CORS allow-list', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ CORS_ORIGINS: 'https://app.example' });
+  });
+  afterAll(() => t.close());
+
+  it('allows a listed origin, on the stream too', async () => {
+    const input = runInput('hi');
+    const res = await postRun(t.runUrl, input, {
+      headers: { 'content-type': 'application/json', origin: 'https://app.example' },
+    });
+    expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    await res.text();
+    const other = await fetch(`${t.baseUrl}/io-bridge/agents`, {
+      headers: { origin: 'https://other.example' },
+    });
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
+describe('graceful shutdown', () => {
+  let child: ChildProcess | undefined;
+  afterAll(() => {
+    child?.kill('SIGKILL');
+  });
+
+  it('on SIGTERM: not ready, refuses new runs, ends a run still going with SHUTTING_DOWN, records it, exits 0', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const base = `http://127.0.0.1:${port}`;
+    child = spawn(process.execPath, [join(__dirname, '..', 'dist', 'src', 'main.js')], {
+      env: {
+        ...process.env,
+        DATABASE_URL: process.env.E2E_DATABASE_URL,
+        PORT: String(port),
+        LOG_LEVEL: 'error',
+        SHUTDOWN_GRACE_MS: '1500',
+      },
+      stdio: 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    await eventually(
+      () =>
+        fetch(`${base}/health/ready`).then(
+          (r) => (r.ok ? true : undefined),
+          () => undefined,
+        ),
+      20_000,
+    );
+
+    const input = runInput('/slow 300 one two three four five six seven eight nine ten eleven twelve');
+    const live = await openRun(`${base}/io-bridge/run`, input);
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
+    child.kill('SIGTERM');
+
+    await eventually(
+      () => fetch(`${base}/health/ready`).then((r) => (r.status === 503 ? true : undefined)),
+      5000,
+    );
+    const refused = await postRun(`${base}/io-bridge/run`, runInput('hi'));
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({ code: 'SHUTTING_DOWN' });
+
+    const frames = await live.done;
+    assertStreamRules(frames, input);
+    expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'SHUTTING_DOWN' });
+    expect(await exited).toBe(0);
+    const row = await db((c) => c.query('SELECT status, error_code FROM runs WHERE id = $1', [input.runId]));
+    expect(row.rows[0]).toEqual({ status: 'error', error_code: 'SHUTTING_DOWN' });
+  });
+});
