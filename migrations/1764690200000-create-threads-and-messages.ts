@@ -35,6 +35,13 @@ export class CreateThreadsAndMessages1764690200000 implements MigrationInterface
         UNIQUE (thread_id, position)
       )`);
     await q.query(`ALTER TABLE runs ADD COLUMN lease_expires_at timestamptz`);
+    // Runs left "running" by versions without leases can never be renewed or reaped: end them, so
+    // the one-active-run index below can be built and their threads take runs again.
+    await q.query(
+      `UPDATE runs SET status = 'error', error_code = 'INTERRUPTED',
+              error_message = 'Ended by an upgrade', finished_at = now(), updated_at = now()
+        WHERE status IN ('running', 'waiting_for_tool')`,
+    );
     // The database, not the application, keeps a thread to one active run, across replicas.
     await q.query(
       `CREATE UNIQUE INDEX runs_one_active_per_thread ON runs (thread_id) WHERE status IN ('running', 'waiting_for_tool')`,

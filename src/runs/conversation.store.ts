@@ -2,22 +2,28 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/errors';
-import { RunEnd, RunsRepository } from './runs.repository';
-import { StoredMessage, titleFrom } from '../threads/message-format';
+import { StoredMessage } from '../threads/message-format';
 import { ThreadsRepository } from '../threads/threads.repository';
+import { RunEnd, RunsRepository } from './runs.repository';
 
-export type BeginRun = {
+export type ClaimRun = {
   threadId: string;
   runId: string;
   resourceId: string;
   agentId: string;
+  leaseMs: number;
+  /** Title for a thread that has none (from the first user message), unless the model will be asked. */
+  title?: string;
+};
+
+export type LoadRun = {
+  threadId: string;
+  runId: string;
+  resourceId: string;
   incoming: StoredMessage[];
   lastMessages: number;
-  leaseMs: number;
   /** Store none of the incoming messages (memoryOptions.readOnly). */
   readOnly: boolean;
-  /** Title a new thread from its first user message (otherwise the model is asked, after the run). */
-  titleFromFirstMessage: boolean;
 };
 
 export type EndRun = {
@@ -28,10 +34,13 @@ export type EndRun = {
   produced: StoredMessage[];
 };
 
+const ACTIVE = `status IN ('running', 'waiting_for_tool')`;
+
 /**
- * A conversation on the server: the writes of a run, each in one transaction. At the start: the
- * owner's thread (created on the first run), the run with its lease, and the incoming messages not
- * stored yet. At the end: the run's status and the messages it produced.
+ * A conversation on the server: a run's writes, each one statement (one round trip, atomic).
+ * Before the stream: the owner's thread (created on the first run) and the run with its lease: what
+ * can be refused is refused there. After RUN_STARTED: the history the model sees, and the incoming
+ * messages not stored yet. Before the terminal event: the run's end and the messages it produced.
  */
 @Injectable()
 export class ConversationStore {
@@ -41,72 +50,109 @@ export class ConversationStore {
     private readonly runs: RunsRepository,
   ) {}
 
-  /** Returns what the model sees: the stored history (its last `lastMessages`) followed by the new messages. */
-  async beginRun(run: BeginRun): Promise<StoredMessage[]> {
-    return this.db.transaction(async (m) => {
-      const created = await this.threads.insert(
-        {
-          id: run.threadId,
-          resourceId: run.resourceId,
-          agentId: run.agentId,
-          title: run.titleFromFirstMessage && !run.readOnly ? titleFrom(run.incoming) : undefined,
-        },
-        m,
-      );
-      if (!created && !(await this.threads.lock(run.threadId, run.resourceId, m))) {
-        throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
-      }
-      await this.runs.reapLapsed(run.threadId, m);
-      await this.runs.create(
-        {
-          id: run.runId,
-          threadId: run.threadId,
-          resourceId: run.resourceId,
-          agentId: run.agentId,
-          leaseMs: run.leaseMs,
-        },
-        m,
-      );
-      const stored = created
-        ? new Set<string>()
-        : await this.threads.storedIds(
-            run.threadId,
-            run.resourceId,
-            run.incoming.map((msg) => msg.id),
-            m,
-          );
-      const history =
-        created || run.lastMessages === 0
-          ? []
-          : await this.threads.messages(run.threadId, run.resourceId, { limit: run.lastMessages }, m);
-      const fresh = run.incoming.filter((msg) => !stored.has(msg.id));
-      if (!run.readOnly) {
-        await this.threads.append(run.threadId, run.resourceId, run.runId, fresh, m);
-        if (!created) {
-          await this.threads.touch(
-            run.threadId,
-            run.resourceId,
-            run.titleFromFirstMessage ? titleFrom(fresh) : undefined,
-            m,
-          );
-        }
-      }
-      return [...history.map((row) => row.body), ...fresh];
-    });
+  /**
+   * Creates the owner's thread or touches it (another owner's thread is a 404, as if missing), then
+   * records the run: RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease has lapsed.
+   */
+  async claim(run: ClaimRun): Promise<void> {
+    const rows: unknown[] = await this.db.query(
+      `INSERT INTO threads (id, resource_id, agent_id, title) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title)
+         WHERE threads.resource_id = EXCLUDED.resource_id
+       RETURNING 1`,
+      [run.threadId, run.resourceId, run.agentId, run.title ?? null],
+    );
+    if (!rows.length) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
+    const record = {
+      id: run.runId,
+      threadId: run.threadId,
+      resourceId: run.resourceId,
+      agentId: run.agentId,
+    };
+    try {
+      await this.runs.create({ ...record, leaseMs: run.leaseMs });
+    } catch (err) {
+      // A run whose instance died holds the thread until its lease lapses: end it, then try once more.
+      if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
+      if (!(await this.runs.reapLapsed(run.threadId)).length) throw err;
+      await this.runs.create({ ...record, leaseMs: run.leaseMs });
+    }
+  }
+
+  /**
+   * Returns what the model sees: the stored history (its last `lastMessages`) followed by the
+   * incoming messages the thread does not store yet, which are appended in order (unless read-only).
+   */
+  async load(run: LoadRun): Promise<StoredMessage[]> {
+    const rows: Array<{ kind: 'h' | 's'; body: StoredMessage | string }> = await this.db.query(
+      `WITH owned AS (SELECT id FROM threads WHERE id = $1 AND resource_id = $2),
+       stored AS (
+         SELECT m.id FROM messages m WHERE m.thread_id IN (SELECT id FROM owned) AND m.id = ANY($3::text[])),
+       history AS (
+         SELECT m.body, m.position FROM messages m WHERE m.thread_id IN (SELECT id FROM owned)
+          ORDER BY m.position DESC LIMIT $4),
+       base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id IN (SELECT id FROM owned)),
+       fresh AS (
+         SELECT x.m, row_number() OVER (ORDER BY x.ord) AS n
+           FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS x(m, ord)
+          WHERE NOT EXISTS (SELECT 1 FROM stored s WHERE s.id = x.m->>'id')),
+       appended AS (
+         INSERT INTO messages (thread_id, id, position, role, body, run_id)
+         SELECT $1, f.m->>'id', base.last + f.n, f.m->>'role', f.m, $6 FROM fresh f, base
+          WHERE NOT $7::boolean AND EXISTS (SELECT 1 FROM owned)
+         ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
+       SELECT 'h' AS kind, body, position FROM history
+       UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
+       ORDER BY kind, position`,
+      [
+        run.threadId,
+        run.resourceId,
+        run.incoming.map((m) => m.id),
+        run.lastMessages,
+        JSON.stringify(run.incoming),
+        run.runId,
+        run.readOnly,
+      ],
+    );
+    const history = rows.filter((r) => r.kind === 'h').map((r) => r.body as StoredMessage);
+    const stored = new Set(rows.filter((r) => r.kind === 's').map((r) => r.body as string));
+    return [...history, ...run.incoming.filter((m) => !stored.has(m.id))];
   }
 
   setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
     return this.threads.setTitleIfNone(threadId, resourceId, title);
   }
 
-  /** The run's final status and what it produced, together; nothing is stored into a deleted thread. */
+  /**
+   * The run's end and what it produced, in one statement; nothing is stored into a thread that was
+   * deleted meanwhile. Unanswered tool calls close with the run.
+   */
   async endRun(run: EndRun): Promise<void> {
-    await this.db.transaction(async (m) => {
-      await this.runs.finish(run.runId, run.resourceId, run.end, m);
-      if (run.produced.length && (await this.threads.lock(run.threadId, run.resourceId, m))) {
-        await this.threads.append(run.threadId, run.resourceId, run.runId, run.produced, m);
-        await this.threads.touch(run.threadId, run.resourceId, undefined, m);
-      }
-    });
+    await this.db.query(
+      `WITH ended AS (
+         UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now()
+          WHERE id = $1 AND resource_id = $2 AND ${ACTIVE} RETURNING id),
+       closed AS (
+         UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'),
+       owned AS (SELECT id FROM threads WHERE id = $6 AND resource_id = $2 FOR UPDATE),
+       base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id IN (SELECT id FROM owned)),
+       appended AS (
+         INSERT INTO messages (thread_id, id, position, role, body, run_id)
+         SELECT $6, x.m->>'id', base.last + x.ord, x.m->>'role', x.m, $1
+           FROM jsonb_array_elements($7::jsonb) WITH ORDINALITY AS x(m, ord), base
+          WHERE EXISTS (SELECT 1 FROM owned)
+         ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
+       UPDATE threads SET updated_at = now()
+        WHERE id IN (SELECT id FROM owned) AND EXISTS (SELECT 1 FROM appended)`,
+      [
+        run.runId,
+        run.resourceId,
+        run.end.status,
+        run.end.code ?? null,
+        run.end.message ?? null,
+        run.threadId,
+        JSON.stringify(run.produced),
+      ],
+    );
   }
 }

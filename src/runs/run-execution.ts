@@ -4,9 +4,9 @@ import { Tool } from '@mastra/core/tools';
 import { RegisteredAgent } from '../agents/agents.service';
 import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run-tools';
 import { Principal } from '../auth/principal';
-import { ModelMessage } from '../threads/agui-to-model';
+import { aguiToModelMessages, ModelMessage } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
-import { textOf } from '../threads/message-format';
+import { StoredMessage, textOf } from '../threads/message-format';
 import { TITLE_PROMPT } from '../agents/prompts';
 
 import { AguiEvent, RunErrorCode } from './agui-events';
@@ -26,7 +26,8 @@ export type PreparedRun = {
   input: RunAgentInputDto;
   principal: Principal;
   agent: RegisteredAgent;
-  messages: ModelMessage[];
+  /** The run input's messages, in the stored shape. */
+  incoming: StoredMessage[];
   context: ModelMessage[];
   frontendTools: Record<string, Tool<any, any, any, any, any, any, any>>;
   maxSteps: number;
@@ -134,12 +135,22 @@ export class RunExecution implements RunToolContext {
         modelSettings: this.run.modelSettings,
       };
       const agent = this.run.agent.agent;
+      const { input, principal } = this.run;
+      const history = await this.deps.conversations.load({
+        threadId: input.threadId,
+        runId: input.runId,
+        resourceId: principal.resourceId,
+        incoming: this.run.incoming,
+        lastMessages: this.run.lastMessages,
+        readOnly: this.run.readOnly,
+      });
+      const messages = aguiToModelMessages(history) as any;
       const output = this.run.structuredOutput
-        ? await agent.stream(this.run.messages, {
+        ? await agent.stream(messages, {
             ...options,
             structuredOutput: { schema: this.run.structuredOutput.schema as any },
           })
-        : await agent.stream(this.run.messages, options);
+        : await agent.stream(messages, options);
       const reader = (output.fullStream as ReadableStream<MastraChunk>).getReader();
       const stopReading = () => void reader.cancel().catch(() => undefined);
       signal.addEventListener('abort', stopReading, { once: true });
@@ -147,7 +158,11 @@ export class RunExecution implements RunToolContext {
         while (!outcome) {
           const { done, value } = await reader.read();
           if (done) break;
-          outcome = await this.handle(value);
+          // Only a frontend tool call waits (for its registration); every other chunk is handled in turn.
+          if (value.type === 'tool-call' && this.run.frontendTools[value.payload?.toolName] !== undefined) {
+            await this.registerFrontendCall(value.payload.toolCallId, value.payload.toolName);
+          }
+          outcome = this.handle(value);
         }
       } finally {
         signal.removeEventListener('abort', stopReading);
@@ -168,13 +183,14 @@ export class RunExecution implements RunToolContext {
     }
   }
 
-  private async handle(chunk: MastraChunk): Promise<Outcome | undefined> {
+  /** Recorded before TOOL_CALL_END goes out, so a result posted right after it finds its call. */
+  private async registerFrontendCall(toolCallId: string, toolName: string): Promise<void> {
+    await this.deps.toolCalls.register(this.run.input.runId, toolCallId, toolName);
+    this.frontendCalls.add(toolCallId);
+  }
+
+  private handle(chunk: MastraChunk): Outcome | undefined {
     const p = chunk.payload ?? {};
-    if (chunk.type === 'tool-call' && this.run.frontendTools[p.toolName] !== undefined) {
-      // Recorded before TOOL_CALL_END goes out, so a result posted right after it finds its call.
-      await this.deps.toolCalls.register(this.run.input.runId, p.toolCallId, p.toolName);
-      this.frontendCalls.add(p.toolCallId);
-    }
     if (
       (chunk.type === 'tool-result' || chunk.type === 'tool-error') &&
       this.frontendCalls.has(p.toolCallId)

@@ -6,7 +6,7 @@ import { Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { aguiToModelMessages, contextToModelMessages } from '../threads/agui-to-model';
+import { contextToModelMessages } from '../threads/agui-to-model';
 import { DrainState } from '../ops/drain.service';
 import { Metrics } from '../ops/metrics.service';
 import { AguiEvent, RunErrorCode } from './agui-events';
@@ -14,12 +14,33 @@ import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
 import { RunView } from './dto/run-view.dto';
 import { FrontendToolBroker } from './frontend-tools.broker';
 import { PreparedRun, RunDeps, RunExecution } from './run-execution';
-import { toStored } from '../threads/message-format';
+import { titleFrom, toStored } from '../threads/message-format';
 import { ConversationStore } from './conversation.store';
 import { RunLeases } from './run-leases';
 import { parseForwardedProps } from './forwarded-props';
 import { RunsRepository } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
+
+/** Runs queued functions one per event-loop turn, in order. */
+class TurnQueue {
+  private readonly queue: Array<() => void> = [];
+  private scheduled = false;
+
+  push(fn: () => void): void {
+    this.queue.push(fn);
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.scheduled || !this.queue.length) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.queue.shift()!();
+      this.schedule();
+    });
+  }
+}
 
 /** Starts runs: refuses what can be refused before streaming, records the run, returns its event Observable. */
 @Injectable()
@@ -27,6 +48,7 @@ export class RunsService {
   private readonly log = new Logger(RunsService.name);
   private readonly shadowWarned = new Set<string>();
   private readonly executions = new Set<RunExecution>();
+  private readonly engineStarts = new TurnQueue();
   private readonly deps: RunDeps;
 
   constructor(
@@ -58,18 +80,14 @@ export class RunsService {
   async start(input: RunAgentInputDto, principal: Principal): Promise<Observable<AguiEvent>> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
     const prepared = this.prepare(input, principal);
-    const history = await this.conversations.beginRun({
+    await this.conversations.claim({
       threadId: input.threadId,
       runId: input.runId,
       resourceId: principal.resourceId,
       agentId: prepared.agent.definition.id,
-      incoming: input.messages.map((m) => toStored(m as unknown as Record<string, unknown>)),
-      lastMessages: prepared.lastMessages,
-      readOnly: prepared.readOnly,
-      titleFromFirstMessage: !prepared.generateTitle,
       leaseMs: this.leases.leaseMs,
+      title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(prepared.incoming),
     });
-    prepared.messages = aguiToModelMessages(history);
     return new Observable<AguiEvent>((subscriber) => this.execute(prepared, subscriber));
   }
 
@@ -139,7 +157,7 @@ export class RunsService {
       input,
       principal,
       agent,
-      messages: [],
+      incoming: input.messages.map((m) => toStored(m as unknown as Record<string, unknown>)),
       context: contextToModelMessages(input.context),
       frontendTools: this.frontendTools(agent, input.tools),
       maxSteps: options.maxSteps ?? defaults?.maxSteps ?? limits.maxSteps,
@@ -188,8 +206,9 @@ export class RunsService {
     const execution = new RunExecution(run, this.deps, (event) => subscriber.next(event));
     this.executions.add(execution);
     execution.start();
-    // The engine starts on the next turn, once RUN_STARTED has been written.
-    setImmediate(() => {
+    // The engine starts once RUN_STARTED has been written, one engine start per event-loop turn, so
+    // a burst of runs does not hold back the RUN_STARTED (and the I/O) of the requests behind it.
+    this.engineStarts.push(() => {
       execution
         .drive()
         .catch((err: unknown) => {

@@ -64,9 +64,10 @@ export class SseWriter {
       last?.type === 'TEXT_MESSAGE_CONTENT' &&
       last.messageId === event.messageId
     ) {
-      this.pending[this.pending.length - 1] = { ...last, delta: last.delta + event.delta };
+      // The pending event is this writer's own copy (see below): extend it in place.
+      last.delta += event.delta;
     } else {
-      this.pending.push(event);
+      this.pending.push(event.type === 'TEXT_MESSAGE_CONTENT' ? { ...event } : event);
     }
     // The first event (RUN_STARTED) goes out at once, before the engine does any work.
     if (this.seq === 0) return this.flush();
