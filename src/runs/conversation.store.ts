@@ -55,28 +55,35 @@ export class ConversationStore {
    * records the run: RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease has lapsed.
    */
   async claim(run: ClaimRun): Promise<void> {
-    const rows: unknown[] = await this.db.query(
-      `INSERT INTO threads (id, resource_id, agent_id, title) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title)
-         WHERE threads.resource_id = EXCLUDED.resource_id
-       RETURNING 1`,
-      [run.threadId, run.resourceId, run.agentId, run.title ?? null],
-    );
-    if (!rows.length) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
-    const record = {
-      id: run.runId,
-      threadId: run.threadId,
-      resourceId: run.resourceId,
-      agentId: run.agentId,
-    };
     try {
-      await this.runs.create({ ...record, leaseMs: run.leaseMs });
+      await this.claimOnce(run);
     } catch (err) {
       // A run whose instance died holds the thread until its lease lapses: end it, then try once more.
       if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
       if (!(await this.runs.reapLapsed(run.threadId)).length) throw err;
-      await this.runs.create({ ...record, leaseMs: run.leaseMs });
+      await this.claimOnce(run);
     }
+  }
+
+  /** One statement: the thread upsert (only the owner's thread matches) and the run insert. */
+  private async claimOnce(run: ClaimRun): Promise<void> {
+    let rows: unknown[];
+    try {
+      rows = await this.db.query(
+        `WITH thread AS (
+           INSERT INTO threads (id, resource_id, agent_id, title) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title)
+             WHERE threads.resource_id = EXCLUDED.resource_id
+           RETURNING id)
+         INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
+         SELECT $5, id, $2, $3, 'running', now() + $6 * interval '1 millisecond' FROM thread
+         RETURNING id`,
+        [run.threadId, run.resourceId, run.agentId, run.title ?? null, run.runId, run.leaseMs],
+      );
+    } catch (err) {
+      throw this.runs.conflict(err, run.runId, run.threadId);
+    }
+    if (!rows.length) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
   }
 
   /**

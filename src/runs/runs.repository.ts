@@ -5,7 +5,6 @@ import { DomainError } from '../common/errors';
 import { isUniqueViolation } from '../threads/threads.repository';
 import { Run, RunStatus } from './run.entity';
 
-export type NewRun = { id: string; threadId: string; resourceId: string; agentId: string; leaseMs: number };
 export type RunEnd = {
   status: Extract<RunStatus, 'finished' | 'error' | 'cancelled'>;
   code?: string;
@@ -19,26 +18,15 @@ const ACTIVE = `status IN ('running', 'waiting_for_tool')`;
 export class RunsRepository {
   constructor(@InjectRepository(Run) private readonly runs: Repository<Run>) {}
 
-  /**
-   * Records a new running run holding a lease. A runId used before (by anyone) is RUN_ALREADY_EXISTS;
-   * a thread with an active run is THREAD_BUSY, enforced by a unique index across replicas.
-   */
-  async create(run: NewRun, manager: EntityManager = this.runs.manager): Promise<void> {
-    try {
-      await manager.query(
-        `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
-         VALUES ($1, $2, $3, $4, 'running', now() + $5 * interval '1 millisecond')`,
-        [run.id, run.threadId, run.resourceId, run.agentId, run.leaseMs],
-      );
-    } catch (err) {
-      if (isUniqueViolation(err, 'runs_pkey')) {
-        throw new DomainError('RUN_ALREADY_EXISTS', `Run '${run.id}' already exists`);
-      }
-      if (isUniqueViolation(err, 'runs_one_active_per_thread')) {
-        throw new DomainError('THREAD_BUSY', `Thread '${run.threadId}' has a run in progress`);
-      }
-      throw err;
+  /** Maps the unique violations of a run insert to their codes; any other error as it is. */
+  conflict(err: unknown, runId: string, threadId: string): unknown {
+    if (isUniqueViolation(err, 'runs_pkey')) {
+      return new DomainError('RUN_ALREADY_EXISTS', `Run '${runId}' already exists`);
     }
+    if (isUniqueViolation(err, 'runs_one_active_per_thread')) {
+      return new DomainError('THREAD_BUSY', `Thread '${threadId}' has a run in progress`);
+    }
+    return err;
   }
 
   /** Records how a run ended; only a run still active is changed. Its unanswered tool calls close with it. */

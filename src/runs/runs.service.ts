@@ -21,10 +21,19 @@ import { parseForwardedProps } from './forwarded-props';
 import { RunsRepository } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 
-/** Runs queued functions one per event-loop turn, in order. */
+/**
+ * Runs queued functions in order, one per event-loop turn, and not while `busy()` says requests are
+ * being admitted (at most `maxWaitMs` of such deferral in a row, so nothing starves).
+ */
 class TurnQueue {
   private readonly queue: Array<() => void> = [];
   private scheduled = false;
+  private deferredSince = 0;
+
+  constructor(
+    private readonly busy: () => boolean,
+    private readonly maxWaitMs = 20,
+  ) {}
 
   push(fn: () => void): void {
     this.queue.push(fn);
@@ -34,11 +43,20 @@ class TurnQueue {
   private schedule(): void {
     if (this.scheduled || !this.queue.length) return;
     this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      this.queue.shift()!();
-      this.schedule();
-    });
+    setImmediate(() => this.runOne());
+  }
+
+  private runOne(): void {
+    const now = Date.now();
+    if (this.busy() && (this.deferredSince === 0 || now - this.deferredSince < this.maxWaitMs)) {
+      if (this.deferredSince === 0) this.deferredSince = now;
+      setTimeout(() => this.runOne(), 1);
+      return;
+    }
+    this.deferredSince = 0;
+    this.scheduled = false;
+    this.queue.shift()!();
+    this.schedule();
   }
 }
 
@@ -48,7 +66,9 @@ export class RunsService {
   private readonly log = new Logger(RunsService.name);
   private readonly shadowWarned = new Set<string>();
   private readonly executions = new Set<RunExecution>();
-  private readonly engineStarts = new TurnQueue();
+  /** Runs between their request and their RUN_STARTED: engines wait for them (RUN_STARTED comes first). */
+  private admitting = 0;
+  private readonly engineStarts = new TurnQueue(() => this.admitting > 0);
   private readonly deps: RunDeps;
 
   constructor(
@@ -79,16 +99,31 @@ export class RunsService {
    */
   async start(input: RunAgentInputDto, principal: Principal): Promise<Observable<AguiEvent>> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
-    const prepared = this.prepare(input, principal);
-    await this.conversations.claim({
-      threadId: input.threadId,
-      runId: input.runId,
-      resourceId: principal.resourceId,
-      agentId: prepared.agent.definition.id,
-      leaseMs: this.leases.leaseMs,
-      title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(prepared.incoming),
-    });
-    return new Observable<AguiEvent>((subscriber) => this.execute(prepared, subscriber));
+    this.admitting++;
+    let admitted = false;
+    const admit = () => {
+      if (!admitted) this.admitting--;
+      admitted = true;
+    };
+    try {
+      const prepared = this.prepare(input, principal);
+      await this.conversations.claim({
+        threadId: input.threadId,
+        runId: input.runId,
+        resourceId: principal.resourceId,
+        agentId: prepared.agent.definition.id,
+        leaseMs: this.leases.leaseMs,
+        title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(prepared.incoming),
+      });
+      return new Observable<AguiEvent>((subscriber) => {
+        const teardown = this.execute(prepared, subscriber);
+        admit();
+        return teardown;
+      });
+    } catch (err) {
+      admit();
+      throw err;
+    }
   }
 
   async get(runId: string, principal: Principal): Promise<RunView> {

@@ -1,0 +1,629 @@
+/**
+ * io-bridge benchmark (see bench/README.md). One process, so the ratios between the measurements hold
+ * on a noisy machine: throughput of the whole service over HTTP against the engine alone and against
+ * a bare Fastify server, start-up latency under 100 concurrent runs, and memory per open run.
+ *
+ * Run with `npm run bench`. With `--client` it is a load generator in a child process, started by the
+ * benchmark itself for the measurements that must not share the server's event loop.
+ */
+import 'reflect-metadata';
+import { benchThreads, formatThreadsBench } from './threads-bench';
+import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Logger } from '@nestjs/common';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import fastify from 'fastify';
+import { DataSource } from 'typeorm';
+import { AgentsService } from '../src/agents/agents.service';
+import { createApp, logLevels } from '../src/app.factory';
+import { loadConfig } from '../src/config/config';
+import { resolveDatabase } from '../src/database/resolve-database';
+import { SSE_HEADERS } from '../src/runs/sse-writer';
+
+const DELTAS = 5000;
+const WARMUP = 5;
+const MEASURED = 10;
+const CONCURRENT_RUNS = 100;
+const CONCURRENT_DELTAS = 20;
+const CONCURRENT_ROUNDS = 5;
+const OPEN_RUNS = 1000;
+/** Ten deltas five seconds apart: the run stays open for the whole memory measurement. */
+const SLOW_PROMPT = '/slow 5000 a b c d e f g h';
+const TARGET_SERVICE_VS_ENGINE = 0.85;
+const TARGET_STARTED_P99_MS = 100;
+
+// ---------------------------------------------------------------------------------------------------
+// Client side: AG-UI requests and an SSE reader
+
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'text/event-stream' };
+
+const runBody = (text: string, threadId = `bench-${randomUUID()}`) =>
+  JSON.stringify({
+    threadId,
+    runId: randomUUID(),
+    messages: [{ id: randomUUID(), role: 'user', content: text }],
+    tools: [],
+    context: [],
+  });
+
+/** Parses SSE frames (`id: n\ndata: json\n\n`, `: ping` comments) as they arrive, counting events and delta text. */
+class SseReader {
+  events = 0;
+  deltaChars = 0;
+  lastType: string | undefined;
+  private buffer = '';
+
+  constructor(private readonly onEvent?: (type: string) => void) {}
+
+  feed(text: string): void {
+    this.buffer += text;
+    let start = 0;
+    for (let end = this.buffer.indexOf('\n\n'); end !== -1; end = this.buffer.indexOf('\n\n', start)) {
+      this.frame(this.buffer.slice(start, end));
+      start = end + 2;
+    }
+    this.buffer = this.buffer.slice(start);
+  }
+
+  private frame(block: string): void {
+    if (block.startsWith(':')) return;
+    const at = block.indexOf('data: ');
+    if (at === -1) throw new Error(`malformed SSE frame: ${block.slice(0, 200)}`);
+    const event = JSON.parse(block.slice(at + 6)) as { type: string; delta?: string };
+    this.events++;
+    if (event.type === 'TEXT_MESSAGE_CONTENT') this.deltaChars += event.delta?.length ?? 0;
+    this.lastType = event.type;
+    this.onEvent?.(event.type);
+  }
+}
+
+type StreamSample = { ms: number; deltas: number; events: number };
+
+/** One run through fetch (keep-alive, like a browser), read to the end of the stream. */
+async function fetchRun(url: string, text: string): Promise<StreamSample> {
+  const body = runBody(text);
+  const t0 = performance.now();
+  const res = await fetch(url, { method: 'POST', headers: JSON_HEADERS, body });
+  if (!res.ok || !res.body) throw new Error(`POST ${url}: HTTP ${res.status} ${await res.text()}`);
+  const sse = new SseReader();
+  const decoder = new TextDecoder();
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    sse.feed(decoder.decode(value, { stream: true }));
+  }
+  sse.feed(decoder.decode());
+  const ms = performance.now() - t0;
+  if (sse.lastType !== 'RUN_FINISHED') throw new Error(`run ended with ${sse.lastType ?? 'nothing'}`);
+  return { ms, deltas: sse.deltaChars / 2, events: sse.events };
+}
+
+type LatencySample = { started: number; firstDelta: number };
+
+/** One run on its own connection (no agent, so no pool limit), timing its first events from the send. */
+function timedRun(url: URL, text: string): Promise<LatencySample> {
+  const body = runBody(text);
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    let started = NaN;
+    let firstDelta = NaN;
+    const sse = new SseReader((type) => {
+      if (type === 'RUN_STARTED' && Number.isNaN(started)) started = performance.now() - t0;
+      if (type === 'TEXT_MESSAGE_CONTENT' && Number.isNaN(firstDelta)) firstDelta = performance.now() - t0;
+    });
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { ...JSON_HEADERS, 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          return reject(new Error(`POST ${url.href}: HTTP ${res.statusCode}`));
+        }
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => sse.feed(chunk));
+        res.on('error', reject);
+        res.on('end', () =>
+          sse.lastType === 'RUN_FINISHED'
+            ? resolve({ started, firstDelta })
+            : reject(new Error(`run ended with ${sse.lastType ?? 'nothing'}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The three throughput subjects
+
+type Agent = ReturnType<AgentsService['get']>['agent'];
+
+/** The engine alone: the same agent and prompt, its fullStream read in-process until done. */
+async function engineRun(agent: Agent): Promise<StreamSample> {
+  const t0 = performance.now();
+  const output = await agent.stream([{ role: 'user', content: `/bench ${DELTAS}` }], { maxSteps: 10 });
+  const reader = output.fullStream.getReader();
+  let deltas = 0;
+  let events = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    events++;
+    if (value.type === 'text-delta') deltas++;
+  }
+  return { ms: performance.now() - t0, deltas, events };
+}
+
+/** The same AG-UI events as the service streams, precomputed as SSE frames. */
+function ceilingFrames(deltas: number): string[] {
+  const threadId = randomUUID();
+  const runId = randomUUID();
+  const messageId = randomUUID();
+  const timestamp = Date.now();
+  const events: object[] = [
+    { type: 'RUN_STARTED', timestamp, threadId, runId },
+    { type: 'TEXT_MESSAGE_START', timestamp, messageId, role: 'assistant' },
+    ...Array.from({ length: deltas }, () => ({
+      type: 'TEXT_MESSAGE_CONTENT',
+      timestamp,
+      messageId,
+      delta: 'x ',
+    })),
+    { type: 'TEXT_MESSAGE_END', timestamp, messageId },
+    { type: 'RUN_FINISHED', timestamp, threadId, runId },
+  ];
+  return events.map((event, i) => `id: ${i + 1}\ndata: ${JSON.stringify(event)}\n\n`);
+}
+
+/** The ceiling: a bare Fastify server writing precomputed frames as a naive writer would, one write per event. */
+async function startCeiling(): Promise<{ url: string; close: () => Promise<void> }> {
+  const frames = ceilingFrames(DELTAS);
+  const server = fastify();
+  server.post('/run', (_req, reply) => {
+    reply.hijack();
+    reply.raw.writeHead(200, SSE_HEADERS);
+    for (const frame of frames) reply.raw.write(frame);
+    reply.raw.end();
+  });
+  await server.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = server.server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/run`, close: () => server.close() };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Statistics and output
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+};
+/** Nearest-rank percentile. */
+const percentile = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.max(0, Math.ceil((p / 100) * s.length) - 1)];
+};
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const pct = (r: number) => `${(r * 100).toFixed(1)}%`;
+const mb = (bytes: number) => bytes / 1024 / 1024;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function collect(): void {
+  if (!globalThis.gc) return;
+  globalThis.gc();
+  globalThis.gc();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Measurements
+
+type Subject = { name: string; run: () => Promise<StreamSample> };
+type Throughput = {
+  name: string;
+  /** Median deltas per wall-clock second. */
+  rate: number;
+  /** Median deltas per CPU-second of this process: steadier than wall time when other processes compete. */
+  cpuRate: number;
+  ms: number;
+  events: number;
+  rates: number[];
+};
+
+/** Runs the subjects round-robin (warm-up, then measured rounds), so a slow patch of the machine hits all of them. */
+async function throughput(subjects: Subject[]): Promise<Throughput[]> {
+  const samples = subjects.map(() => [] as Array<StreamSample & { cpuMs: number }>);
+  for (let round = 0; round < WARMUP + MEASURED; round++) {
+    for (const [i, subject] of subjects.entries()) {
+      collect();
+      const cpu = process.cpuUsage();
+      const sample = { ...(await subject.run()), cpuMs: 0 };
+      const used = process.cpuUsage(cpu);
+      sample.cpuMs = (used.user + used.system) / 1000;
+      if (sample.deltas !== DELTAS)
+        throw new Error(`${subject.name}: ${sample.deltas} deltas, expected ${DELTAS}`);
+      if (round >= WARMUP) samples[i].push(sample);
+    }
+  }
+  return subjects.map((subject, i) => {
+    const rates = samples[i].map((s) => (s.deltas / s.ms) * 1000);
+    return {
+      name: subject.name,
+      rate: median(rates),
+      cpuRate: median(samples[i].map((s) => (s.deltas / s.cpuMs) * 1000)),
+      ms: median(samples[i].map((s) => s.ms)),
+      events: median(samples[i].map((s) => s.events)),
+      rates,
+    };
+  });
+}
+
+type Latency = {
+  startedP50: number;
+  startedP99: number;
+  firstDeltaP50: number;
+  firstDeltaP99: number;
+  n: number;
+};
+
+/** Rounds of CONCURRENT_RUNS runs started at once, after one warm-up round; all measured samples together. */
+async function latencyRounds(runUrl: string): Promise<LatencySample[]> {
+  const url = new URL(runUrl);
+  const all: LatencySample[] = [];
+  for (let round = 0; round <= CONCURRENT_ROUNDS; round++) {
+    collect();
+    const samples = await Promise.all(
+      Array.from({ length: CONCURRENT_RUNS }, () => timedRun(url, `/bench ${CONCURRENT_DELTAS}`)),
+    );
+    if (round > 0) all.push(...samples);
+    await sleep(100);
+  }
+  return all;
+}
+
+function latencyOf(samples: LatencySample[]): Latency {
+  const started = samples.map((s) => s.started);
+  const firstDelta = samples.map((s) => s.firstDelta);
+  return {
+    startedP50: percentile(started, 50),
+    startedP99: percentile(started, 99),
+    firstDeltaP50: percentile(firstDelta, 50),
+    firstDeltaP99: percentile(firstDelta, 99),
+    n: samples.length,
+  };
+}
+
+type ClientMessage =
+  | { type: 'latency'; samples: LatencySample[] }
+  | { type: 'started'; ms: number }
+  | { type: 'failed'; error: string }
+  | { type: 'done'; aborted: number; other: string[] };
+
+/** A load generator in a child process (this same script), talking over IPC. */
+function spawnClient(args: string[]) {
+  const child = fork(__filename, ['--client', ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const next = () =>
+    new Promise<ClientMessage>((resolve, reject) => {
+      const fail = (why: string) => {
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        reject(new Error(`the client process ${why}`));
+      };
+      const onMessage = (m: unknown) => {
+        clearTimeout(timer);
+        child.off('exit', onExit);
+        resolve(m as ClientMessage);
+      };
+      const onExit = (code: number | null) => fail(`exited with ${code} before answering`);
+      const timer = setTimeout(() => fail('did not answer within 120 s'), 120_000);
+      child.once('message', onMessage);
+      child.once('exit', onExit);
+    });
+  const finished = async () => {
+    const code = await exited;
+    if (code !== 0) throw new Error(`the client process exited with ${code}`);
+  };
+  return { next, finished, send: (message: string) => child.send(message), kill: () => child.kill() };
+}
+
+/** The same rounds from a client in its own process: what a remote client sees, without sharing the event loop. */
+async function latencyFromChild(runUrl: string): Promise<LatencySample[]> {
+  const client = spawnClient(['latency', runUrl]);
+  const message = await client.next();
+  await client.finished();
+  if (message.type !== 'latency') throw new Error(`latency client: ${JSON.stringify(message)}`);
+  return message.samples;
+}
+
+type Memory = {
+  rssBefore: number;
+  rssOpen: number;
+  heapBefore: number;
+  heapOpen: number;
+  rssAfter: number;
+  openMs: number;
+  statuses: Record<string, number>;
+};
+
+/**
+ * OPEN_RUNS long-running runs held open by a child process (so this process's memory is the server's
+ * alone), measured once all have RUN_STARTED, then aborted by the client; every run must end cancelled.
+ */
+async function memory(app: NestFastifyApplication, runUrl: string): Promise<Memory> {
+  // One thread per run (a thread has one active run at a time), all under one prefix.
+  const threadPrefix = `bench-memory-${randomUUID()}`;
+  collect();
+  await sleep(200);
+  collect();
+  const before = process.memoryUsage();
+  const client = spawnClient(['memory', runUrl, String(OPEN_RUNS), threadPrefix]);
+  let openMs: number;
+  let open: NodeJS.MemoryUsage;
+  try {
+    const started = await client.next();
+    if (started.type !== 'started') throw new Error(`memory client: ${JSON.stringify(started)}`);
+    openMs = started.ms;
+    collect();
+    open = process.memoryUsage();
+    client.send('abort');
+    const done = await client.next();
+    if (done.type !== 'done' || done.aborted !== OPEN_RUNS) {
+      throw new Error(`memory client: not every run was aborted: ${JSON.stringify(done)}`);
+    }
+    await client.finished();
+  } catch (err) {
+    client.kill(); // its open runs would otherwise hold the server open
+    throw err;
+  }
+
+  // Every run must be recorded as cancelled and every connection closed on the server side.
+  const db = app.get(DataSource);
+  const server = app.getHttpServer();
+  const connections = () => new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n)));
+  let statuses: Record<string, number>;
+  for (const deadline = Date.now() + 30_000; ;) {
+    const rows: Array<{ status: string; n: number }> = await db.query(
+      'SELECT status, count(*)::int AS n FROM runs WHERE thread_id LIKE $1 GROUP BY status',
+      [`${threadPrefix}-%`],
+    );
+    statuses = Object.fromEntries(rows.map((r) => [r.status, r.n]));
+    if (statuses.cancelled === OPEN_RUNS && (await connections()) === 0) break;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `runs not all cancelled after abort: ${JSON.stringify(statuses)}, ${await connections()} open`,
+      );
+    }
+    await sleep(100);
+  }
+  collect();
+  const after = process.memoryUsage();
+  return {
+    rssBefore: before.rss,
+    rssOpen: open.rss,
+    heapBefore: before.heapUsed,
+    heapOpen: open.heapUsed,
+    rssAfter: after.rss,
+    openMs,
+    statuses,
+  };
+}
+
+/** Child process, latency: the same rounds as in-process, samples sent back. */
+async function latencyClient(runUrl: string): Promise<void> {
+  const samples = await latencyRounds(runUrl);
+  process.send?.({ type: 'latency', samples } satisfies ClientMessage);
+  process.disconnect();
+}
+
+/** Child process, memory: opens the runs, reports, aborts them when told. */
+async function memoryClient(runUrl: string, count: number, threadPrefix: string): Promise<void> {
+  const send = (m: ClientMessage) => process.send?.(m);
+  const abort = new AbortController();
+  process.once('message', () => abort.abort());
+  const t0 = performance.now();
+  let started = 0;
+  const open = async (): Promise<void> => {
+    const res = await fetch(runUrl, {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: runBody(SLOW_PROMPT, `${threadPrefix}-${randomUUID()}`),
+      signal: abort.signal,
+    });
+    if (!res.ok || !res.body) {
+      const error = `HTTP ${res.status} ${await res.text()}`;
+      // Before the abort every run must be open: say so at once rather than let the parent time out.
+      send({ type: 'failed', error });
+      throw new Error(error);
+    }
+    const sse = new SseReader((type) => {
+      if (type === 'RUN_STARTED' && ++started === count)
+        send({ type: 'started', ms: performance.now() - t0 });
+    });
+    const decoder = new TextDecoder();
+    const reader = res.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) throw new Error(`the stream ended before the abort (${sse.lastType})`);
+      sse.feed(decoder.decode(value, { stream: true }));
+    }
+  };
+  const results = await Promise.allSettled(Array.from({ length: count }, open));
+  const isAbort = (r: PromiseSettledResult<void>) =>
+    r.status === 'rejected' && (r.reason as Error | undefined)?.name === 'AbortError';
+  send({
+    type: 'done',
+    aborted: results.filter(isAbort).length,
+    other: [
+      ...new Set(
+        results
+          .filter((r) => !isAbort(r))
+          .map((r) => (r.status === 'rejected' ? String(r.reason) : 'completed')),
+      ),
+    ],
+  });
+  process.disconnect();
+}
+
+function printThroughput([service, engine, bare]: Throughput[]): void {
+  console.log('');
+  console.log(`1-3. one run of ${DELTAS} deltas: median of ${MEASURED} after ${WARMUP} warm-up, interleaved`);
+  console.log(
+    `${'subject'.padEnd(38)}${'deltas/s'.padStart(12)}${'ms/run'.padStart(10)}${'events/run'.padStart(12)}${'deltas/CPU-s'.padStart(14)}`,
+  );
+  for (const t of [service, engine, bare]) {
+    console.log(
+      `${t.name.padEnd(38)}${fmt(t.rate).padStart(12)}${fmt(t.ms, 1).padStart(10)}${fmt(t.events).padStart(12)}${fmt(t.cpuRate).padStart(14)}`,
+    );
+  }
+  const vsEngine = service.rate / engine.rate;
+  /** Per-round ratios: the subjects of a round ran back to back, so their spread shows the noise. */
+  const spread = (other: Throughput) => {
+    const r = service.rates.map((rate, i) => rate / other.rates[i]);
+    return `rounds ${pct(Math.min(...r))} to ${pct(Math.max(...r))}`;
+  };
+  /** Best against best: under contention from other processes the fastest round is the least disturbed. */
+  const best = (other: Throughput) => pct(Math.max(...service.rates) / Math.max(...other.rates));
+  console.log(
+    `service/engine  ${pct(vsEngine)}  (best ${best(engine)}; ${spread(engine)}; target >= ${pct(TARGET_SERVICE_VS_ENGINE)}: ${vsEngine >= TARGET_SERVICE_VS_ENGINE ? 'met' : 'MISSED'})`,
+  );
+  console.log(`service/ceiling ${pct(service.rate / bare.rate)}  (best ${best(bare)}; ${spread(bare)})`);
+  console.log(
+    `by CPU time: service/engine ${pct(service.cpuRate / engine.cpuRate)}, service/ceiling ${pct(service.cpuRate / bare.cpuRate)}`,
+  );
+}
+
+function printLatency(remote: Latency, inProcess: Latency): void {
+  console.log('');
+  console.log(
+    `4. ${CONCURRENT_RUNS} concurrent runs of ${CONCURRENT_DELTAS} deltas, ${CONCURRENT_ROUNDS} rounds (${remote.n} runs) after 1 warm-up: ms from send`,
+  );
+  console.log(
+    `${'client'.padEnd(24)}${'RUN_STARTED p50'.padStart(17)}${'p99'.padStart(9)}${'first delta p50'.padStart(17)}${'p99'.padStart(9)}`,
+  );
+  for (const [name, l] of [
+    ['child process', remote],
+    ['in-process', inProcess],
+  ] as const) {
+    console.log(
+      `${name.padEnd(24)}${fmt(l.startedP50, 1).padStart(17)}${fmt(l.startedP99, 1).padStart(9)}${fmt(l.firstDeltaP50, 1).padStart(17)}${fmt(l.firstDeltaP99, 1).padStart(9)}`,
+    );
+  }
+  console.log(
+    `RUN_STARTED p99 target < ${TARGET_STARTED_P99_MS} ms (child process client): ${remote.startedP99 < TARGET_STARTED_P99_MS ? 'met' : 'MISSED'}`,
+  );
+}
+
+function printMemory(mem: Memory): void {
+  const perThousand = (from: number, to: number) => fmt(mb(((to - from) / OPEN_RUNS) * 1000), 1);
+  console.log('');
+  console.log(`5. ${OPEN_RUNS} open runs ('${SLOW_PROMPT}', client in a child process)`);
+  console.log(`all RUN_STARTED after  ${fmt(mem.openMs)} ms`);
+  console.log(
+    `server rss             ${fmt(mb(mem.rssBefore), 1)} -> ${fmt(mb(mem.rssOpen), 1)} MB: ${perThousand(mem.rssBefore, mem.rssOpen)} MB per 1000 open runs`,
+  );
+  console.log(
+    `server heap used       ${fmt(mb(mem.heapBefore), 1)} -> ${fmt(mb(mem.heapOpen), 1)} MB: ${perThousand(mem.heapBefore, mem.heapOpen)} MB per 1000 open runs`,
+  );
+  console.log(
+    `after the client abort ${JSON.stringify(mem.statuses)}, 0 connections, rss ${fmt(mb(mem.rssAfter), 1)} MB`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const env = {
+    ...process.env,
+    MODEL: 'scripted',
+    OPENAI_BASE_URL: undefined,
+    LOG_LEVEL: 'warn',
+    PORT: '0',
+    EMBEDDED_PG_PORT: '54331',
+    EMBEDDED_PG_DIR: '.data/bench-postgres',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+  };
+  const initial = loadConfig(env);
+  Logger.overrideLogger(logLevels(initial.logLevel));
+  if (!globalThis.gc) console.warn('gc is not exposed: run node with --expose-gc for steadier figures');
+  const { config, stop } = await resolveDatabase(initial);
+  const app = await createApp(config);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  const runUrl = `http://127.0.0.1:${port}${config.prefix}/run`;
+  const ceiling = await startCeiling();
+  const { agent } = app.get(AgentsService).get('assistant');
+
+  const progress = (what: string) => process.stderr.write(`... ${what}\n`);
+  const only = new Set((process.env.BENCH_ONLY ?? 'throughput,latency,memory,threads').split(','));
+  try {
+    progress('warming up');
+    for (let i = 0; i < 20; i++) await fetchRun(runUrl, `/bench ${CONCURRENT_DELTAS}`);
+    // Memory first, on a warm but otherwise fresh process: later measurements leave the heap grown,
+    // which would hide part of the growth from rss.
+    let mem: Memory | undefined;
+    if (only.has('memory')) {
+      progress(`memory: ${OPEN_RUNS} open runs`);
+      mem = await memory(app, runUrl);
+    }
+    let subjects: Throughput[] | undefined;
+    if (only.has('throughput')) {
+      progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, engine, ceiling`);
+      subjects = await throughput([
+        { name: 'service (HTTP, whole stack)', run: () => fetchRun(runUrl, `/bench ${DELTAS}`) },
+        { name: 'engine (Mastra stream, in-process)', run: () => engineRun(agent) },
+        { name: 'ceiling (bare Fastify, write/event)', run: () => fetchRun(ceiling.url, '') },
+      ]);
+    }
+    let latency: { remote: Latency; inProcess: Latency } | undefined;
+    if (only.has('latency')) {
+      progress(`latency: ${CONCURRENT_RUNS} concurrent runs, client in a child process`);
+      const remote = latencyOf(await latencyFromChild(runUrl));
+      progress(`latency: ${CONCURRENT_RUNS} concurrent runs, client in-process`);
+      latency = { remote, inProcess: latencyOf(await latencyRounds(runUrl)) };
+    }
+
+    let threads: string | undefined;
+    if (only.has('threads')) {
+      progress('threads: list and read latency with 100,000 threads and a 1,000-message thread');
+      threads = formatThreadsBench(await benchThreads(`http://127.0.0.1:${port}${config.prefix}`, config.database.url!));
+    }
+
+    console.log(`io-bridge bench, node ${process.version}`);
+    if (subjects) printThroughput(subjects);
+    if (latency) printLatency(latency.remote, latency.inProcess);
+    if (mem) printMemory(mem);
+    if (threads) console.log(threads);
+  } finally {
+    await ceiling.close();
+    await app.close();
+    await stop();
+  }
+  // Everything is closed: the process must now exit by itself. If a handle is left, say which.
+  setTimeout(() => {
+    console.error('the process did not exit; still active:', process.getActiveResourcesInfo().join(', '));
+    process.exit(1);
+  }, 10_000).unref();
+}
+
+function client([mode, ...args]: string[]): Promise<void> {
+  if (mode === 'latency') return latencyClient(args[0]);
+  if (mode === 'memory') return memoryClient(args[0], Number(args[1]), args[2]);
+  return Promise.reject(new Error(`unknown client mode '${mode}'`));
+}
+
+const entry = process.argv[2] === '--client' ? client(process.argv.slice(3)) : main();
+entry.catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
