@@ -596,7 +596,9 @@ async function main(): Promise<void> {
     let threads: string | undefined;
     if (only.has('threads')) {
       progress('threads: list and read latency with 100,000 threads and a 1,000-message thread');
-      threads = formatThreadsBench(await benchThreads(`http://127.0.0.1:${port}${config.prefix}`, config.database.url!));
+      threads = formatThreadsBench(
+        await benchThreads(`http://127.0.0.1:${port}${config.prefix}`, config.database.url!),
+      );
     }
 
     console.log(`io-bridge bench, node ${process.version}`);

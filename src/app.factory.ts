@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import helmet from '@fastify/helmet';
+import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { Metrics } from './ops/metrics.service';
 import { DomainErrorFilter } from './common/error.filter';
@@ -24,12 +26,23 @@ function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
 
 /** Builds the application (not listening): shared by main.ts, the e2e tests and the benchmark. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({ bodyLimit: config.limits.maxBodyBytes });
+  const adapter = new FastifyAdapter({
+    bodyLimit: config.limits.maxBodyBytes,
+    // The caller's X-Request-Id when it has a sane one, otherwise a new id; echoed on the response.
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+  });
+  adapter.getInstance().addHook('onRequest', (request, reply, done) => {
+    if (!/^[A-Za-z0-9._:-]{1,128}$/.test(request.id)) request.id = randomUUID();
+    void reply.header('x-request-id', request.id);
+    done();
+  });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
-    logger: logLevels(config.logLevel),
+    bufferLogs: true,
     // A failing boot throws (main.ts prints it and exits 1) instead of Nest exiting the process itself.
     abortOnError: false,
   });
+  app.useLogger(app.get(PinoNestLogger));
   app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
   await app.register(helmet, {
     // Swagger UI needs its inline styles and data: images; everything else stays same-origin.

@@ -8,6 +8,8 @@ import { RunsModule } from './runs/runs.module';
 import { ThreadsModule } from './threads/threads.module';
 import { OpsModule } from './ops/ops.module';
 import { ThrottlerModule } from '@nestjs/throttler';
+import { LoggerModule } from 'nestjs-pino';
+import { loggingParams } from './ops/logging';
 
 @Module({})
 export class AppModule {
@@ -16,6 +18,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
+        LoggerModule.forRoot(loggingParams(config.logLevel)),
         DatabaseModule,
         AuthModule,
         AgentsModule,

@@ -38,6 +38,9 @@ const DEFAULTS: AppConfig = {
   ceilings: { maxTokens: 16_384, maxSteps: 10, maxRetries: 5, maxLastMessages: 1000 },
   agentsConfigPath: undefined,
   agentEnv: {},
+  shutdownGraceMs: 20_000,
+  corsOrigins: [],
+  rateLimitPerMinute: 120,
   auth: {
     mode: 'none',
     oidcIssuer: undefined,
@@ -123,6 +126,9 @@ describe('loadConfig', () => {
         ceilings: { maxTokens: 16_384, maxSteps: 3, maxRetries: 5, maxLastMessages: 1000 },
         agentsConfigPath: undefined,
         agentEnv: {},
+        shutdownGraceMs: 20_000,
+        corsOrigins: [],
+        rateLimitPerMinute: 120,
         auth: {
           mode: 'jwt',
           oidcIssuer: 'https://idp.example.com/realms/acme',

@@ -79,6 +79,7 @@ export class RunExecution implements RunToolContext {
   /** Results reported before their TOOL_CALL_END went out; sent right after it. */
   private readonly stashed = new Map<string, unknown>();
   private readonly frontendCalls = new Set<string>();
+  private readonly reported = new Set<string>();
   private readonly lifecycle: RunLifecycle;
   private readonly collector = new MessageCollector();
   private untrack: () => void = () => undefined;
@@ -191,6 +192,10 @@ export class RunExecution implements RunToolContext {
 
   private handle(chunk: MastraChunk): Outcome | undefined {
     const p = chunk.payload ?? {};
+    // The tool itself reported this result as soon as it had it; Mastra's copy comes later.
+    if ((chunk.type === 'tool-result' || chunk.type === 'tool-error') && this.reported.has(p.toolCallId)) {
+      return undefined;
+    }
     if (
       (chunk.type === 'tool-result' || chunk.type === 'tool-error') &&
       this.frontendCalls.has(p.toolCallId)
@@ -211,6 +216,7 @@ export class RunExecution implements RunToolContext {
   }
 
   reportResult(toolCallId: string, content: unknown): void {
+    this.reported.add(toolCallId);
     if (this.lifecycle.toolCallEnded(toolCallId)) {
       this.lifecycle.push({ type: 'TOOL_CALL_RESULT', toolCallId, content });
     } else {

@@ -18,6 +18,7 @@ import { RunAgentInputDto } from './dto/run-agent-input.dto';
 import { RunView } from './dto/run-view.dto';
 import { ToolResultDto } from './dto/tool-result.dto';
 import { RunsService } from './runs.service';
+import { PinoLogger } from 'nestjs-pino';
 import { Metrics } from '../ops/metrics.service';
 import { RunRateLimitGuard } from './run-rate-limit.guard';
 import { SseWriter } from './sse-writer';
@@ -29,6 +30,7 @@ export class RunsController {
     private readonly runs: RunsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
+    private readonly pino: PinoLogger,
   ) {}
 
   /** Starts a run and streams its AG-UI events (one request, one run, one terminal event). */
@@ -51,6 +53,8 @@ export class RunsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const started = process.hrtime.bigint();
+    // Every log line of this run, in this request's context, names it.
+    this.pino.assign({ runId: input.runId, threadId: input.threadId, resourceId: principal.resourceId });
     const events$ = await this.runs.start(input, principal);
     new SseWriter(reply, events$, this.config.heartbeatMs);
     // SseWriter wrote RUN_STARTED synchronously; the whole request lasts until the stream ends.

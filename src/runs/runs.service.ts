@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Observable, Subscriber } from 'rxjs';
 import { AgentsService, RegisteredAgent } from '../agents/agents.service';
@@ -36,7 +37,8 @@ class TurnQueue {
   ) {}
 
   push(fn: () => void): void {
-    this.queue.push(fn);
+    // Each function runs in the async context it was queued from (its request's log fields).
+    this.queue.push(AsyncResource.bind(fn));
     this.schedule();
   }
 
