@@ -8,6 +8,7 @@
  */
 import 'reflect-metadata';
 import { benchThreads, formatThreadsBench } from './threads-bench';
+import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -565,7 +566,7 @@ async function main(): Promise<void> {
   const { agent } = app.get(AgentsService).get('assistant');
 
   const progress = (what: string) => process.stderr.write(`... ${what}\n`);
-  const only = new Set((process.env.BENCH_ONLY ?? 'throughput,latency,memory,threads').split(','));
+  const only = new Set((process.env.BENCH_ONLY ?? 'throughput,latency,memory,threads,tools').split(','));
   try {
     progress('warming up');
     for (let i = 0; i < 20; i++) await fetchRun(runUrl, `/bench ${CONCURRENT_DELTAS}`);
@@ -593,6 +594,21 @@ async function main(): Promise<void> {
       latency = { remote, inProcess: latencyOf(await latencyRounds(runUrl)) };
     }
 
+    let tools: string | undefined;
+    if (only.has('tools')) {
+      progress('tools: frontend tool result round trip, one instance and two');
+      const second = await createApp(config);
+      await second.listen(0, '127.0.0.1');
+      try {
+        const portB = (second.getHttpServer().address() as AddressInfo).port;
+        const prefix = config.prefix;
+        tools = formatToolRoundTrip(
+          await benchToolRoundTrip(`http://127.0.0.1:${port}${prefix}`, `http://127.0.0.1:${portB}${prefix}`),
+        );
+      } finally {
+        await second.close();
+      }
+    }
     let threads: string | undefined;
     if (only.has('threads')) {
       progress('threads: list and read latency with 100,000 threads and a 1,000-message thread');
@@ -605,6 +621,7 @@ async function main(): Promise<void> {
     if (subjects) printThroughput(subjects);
     if (latency) printLatency(latency.remote, latency.inProcess);
     if (mem) printMemory(mem);
+    if (tools) console.log(`\n${tools}`);
     if (threads) console.log(threads);
   } finally {
     await ceiling.close();

@@ -1,27 +1,49 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
 export class AgentToolView {
+  @ApiProperty({ example: 'calculate' })
   name: string;
+
+  @ApiProperty()
   description: string;
 }
 
 export class AgentCapabilitiesView {
+  @ApiProperty({ description: 'Always true: RunAgentInput.tools are offered to the model' })
   frontendTools: boolean;
+
+  @ApiProperty({ description: 'forwardedProps.structuredOutput is honoured' })
   structuredOutput: boolean;
+
+  @ApiProperty({ description: 'The thread history is the memory' })
   memory: boolean;
 }
 
 /** An agent as CONTRACT section 1 shows it. */
 export class AgentView {
+  @ApiProperty({ example: 'assistant' })
   id: string;
+
+  @ApiProperty({ example: 'Assistant' })
   name: string;
+
+  @ApiPropertyOptional()
   description?: string;
-  /** The model the agent runs on: `scripted`, or a provider/model id. */
+
+  @ApiProperty({ description: 'The model the agent runs on: `scripted`, or a provider/model id', example: 'scripted' })
   modelId: string;
-  /** Its server tools. */
+
+  @ApiProperty({ type: [AgentToolView], description: 'Its server tools' })
   tools: AgentToolView[];
+
+  @ApiProperty({ type: AgentCapabilitiesView })
   capabilities: AgentCapabilitiesView;
 }
 
 export class AgentsList {
+  @ApiProperty({ type: [AgentView] })
   agents: AgentView[];
+
+  @ApiProperty({ description: 'The agent a run uses when forwardedProps.agentId is absent', example: 'assistant' })
   defaultAgentId: string;
 }

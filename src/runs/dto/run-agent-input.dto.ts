@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   ArrayUnique,
@@ -29,26 +30,31 @@ export type MessageRole = (typeof MESSAGE_ROLES)[number];
 /** Ids name threads, runs, messages and tool calls in URLs and logs: printable, no spaces. */
 const ID = /^[\x21-\x7E]{1,200}$/;
 const ID_MESSAGE = '$property must be 1-200 printable ASCII characters without spaces';
+const ID_PROPERTY = { pattern: ID.source, minLength: 1, maxLength: 200 };
 
 export class FunctionCallDto {
+  @ApiProperty({ pattern: '^[A-Za-z0-9_.:-]{1,128}$', example: 'get_weather' })
   @IsString()
   @Matches(/^[A-Za-z0-9_.:-]{1,128}$/, { message: '$property must be a tool name' })
   name: string;
 
-  /** The call's arguments as JSON text. */
+  @ApiProperty({ maxLength: 1_000_000, description: "The call's arguments as JSON text", example: '{"city":"Paris"}' })
   @IsString()
   @MaxLength(1_000_000)
   arguments: string;
 }
 
 export class ToolCallDto {
+  @ApiProperty(ID_PROPERTY)
   @IsString()
   @Matches(ID, { message: ID_MESSAGE })
   id: string;
 
+  @ApiProperty({ enum: ['function'] })
   @IsIn(['function'])
   type: 'function';
 
+  @ApiProperty({ type: FunctionCallDto })
   @IsObject()
   @ValidateNested()
   @Type(() => FunctionCallDto)
@@ -57,116 +63,159 @@ export class ToolCallDto {
 
 /** An AG-UI 1.0 message; which fields apply depends on `role`. */
 export class MessageDto {
+  @ApiProperty(ID_PROPERTY)
   @IsString()
   @Matches(ID, { message: ID_MESSAGE })
   id: string;
 
+  @ApiProperty({ enum: MESSAGE_ROLES, enumName: 'MessageRole' })
   @IsIn(MESSAGE_ROLES)
   role: MessageRole;
 
-  /** A string, or content parts for `user` and `tool`; an object for `activity`; optional for `assistant`. */
+  @ApiPropertyOptional({
+    description:
+      'A string, or content parts for `user` and `tool`; an object for `activity`; optional for `assistant`',
+    oneOf: [
+      { type: 'string' },
+      { type: 'array', items: { type: 'object', additionalProperties: true } },
+      { type: 'object', additionalProperties: true },
+    ],
+    example: 'Hello',
+  })
   @Validate(MessageContent)
   content?: unknown;
 
+  @ApiPropertyOptional({ maxLength: 200 })
   @IsOptional()
   @IsString()
   @MaxLength(200)
   name?: string;
 
+  @ApiPropertyOptional({ type: [ToolCallDto], description: 'On `assistant` messages' })
   @ValidateIf((m: MessageDto) => m.role === 'assistant' && m.toolCalls !== undefined)
   @IsArray()
   @ValidateNested({ each: true })
   @Type(() => ToolCallDto)
   toolCalls?: ToolCallDto[];
 
+  @ApiPropertyOptional({ ...ID_PROPERTY, description: 'Required on `tool` messages: the call it answers' })
   @ValidateIf((m: MessageDto) => m.role === 'tool')
   @IsString()
   @Matches(ID, { message: ID_MESSAGE })
   toolCallId?: string;
 
+  @ApiPropertyOptional({ description: 'On `tool` messages: the tool failed' })
   @IsOptional()
   @IsString()
   error?: string;
 
+  @ApiPropertyOptional({ description: 'Required on `activity` messages' })
   @ValidateIf((m: MessageDto) => m.role === 'activity')
   @IsString()
   @MinLength(1)
   activityType?: string;
 
+  @ApiPropertyOptional()
   @IsOptional()
   @IsString()
   encryptedValue?: string;
 
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
   @IsOptional()
   @IsObject()
   metadata?: Record<string, unknown>;
 }
 
 export class ToolDto {
+  @ApiProperty({ pattern: '^[A-Za-z0-9_-]{1,64}$', example: 'get_weather' })
   @IsString()
   @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: '$property must be 1-64 letters, digits, _ or -' })
   name: string;
 
+  @ApiProperty({ maxLength: 10_000 })
   @IsString()
   @MaxLength(10_000)
   description: string;
 
-  /** A JSON Schema for the arguments, with `type: "object"`. */
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'A JSON Schema for the arguments, with `type: "object"`',
+    example: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  })
   @IsOptional()
   @Validate(JsonSchemaObject)
   parameters?: Record<string, unknown>;
 }
 
 export class ContextDto {
+  @ApiProperty({ maxLength: 10_000, example: 'User locale' })
   @IsString()
   @MaxLength(10_000)
   description: string;
 
+  @ApiProperty({ example: 'fr-FR' })
   @IsString()
   value: string;
 }
 
 /** AG-UI `RunAgentInput`, as CONTRACT section 2 and the seed require it. */
 export class RunAgentInputDto {
+  @ApiProperty({ ...ID_PROPERTY, description: 'Created for the caller on its first run', example: 'thread-1' })
   @IsString()
   @Matches(ID, { message: ID_MESSAGE })
   threadId: string;
 
+  @ApiProperty({ ...ID_PROPERTY, description: 'New for every run (409 RUN_ALREADY_EXISTS otherwise)', example: 'run-1' })
   @IsString()
   @Matches(ID, { message: ID_MESSAGE })
   runId: string;
 
+  @ApiPropertyOptional(ID_PROPERTY)
   @IsOptional()
   @IsString()
   @Matches(ID, { message: ID_MESSAGE })
   parentRunId?: string;
 
+  @ApiPropertyOptional()
   @IsOptional()
   @IsString()
   protocolVersion?: string;
 
-  /** Client state; accepted and passed on as it is. */
+  @ApiPropertyOptional({ description: 'Client state; accepted and passed on as it is' })
   @IsOptional()
   state?: unknown;
 
+  @ApiProperty({
+    type: [MessageDto],
+    description: 'The whole history or only the new message: messages already stored are not stored twice',
+    example: [{ id: 'msg-1', role: 'user', content: 'Hello' }],
+  })
   @IsArray()
   @ValidateNested({ each: true })
   @Type(() => MessageDto)
   messages: MessageDto[];
 
-  /** Frontend tools the model may call (required by the seed; `[]` for none). */
+  @ApiProperty({ type: [ToolDto], description: 'Frontend tools the model may call (`[]` for none)', example: [] })
   @IsArray()
   @ValidateNested({ each: true })
   @Type(() => ToolDto)
   @ArrayUnique((t: ToolDto) => t?.name, { message: 'tool names must be unique' })
   tools: ToolDto[];
 
-  /** Context entries for the model (required by the seed; `[]` for none). */
+  @ApiProperty({ type: [ContextDto], description: 'Context entries for the model (`[]` for none)', example: [] })
   @IsArray()
   @ValidateNested({ each: true })
   @Type(() => ContextDto)
   context: ContextDto[];
 
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description:
+      'agentId, resourceId, memoryOptions (or memory), modelSettings, structuredOutput; anything else is tolerated',
+    example: { agentId: 'assistant' },
+  })
   @IsOptional()
   @IsObject()
   forwardedProps?: Record<string, unknown>;

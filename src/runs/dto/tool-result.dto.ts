@@ -1,12 +1,19 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
 
 /** A frontend tool's result: `content` (any JSON value) or `error` (a failure the model sees). */
 export class ToolResultDto {
-  /** The tool's output: any JSON value or a string. */
+  @ApiPropertyOptional({
+    description: "The tool's output: any JSON value or a string",
+    example: { temperature: 21 },
+  })
   @IsOptional()
   content?: unknown;
 
-  /** A failure text, reported to the model as a failed tool call. */
+  @ApiPropertyOptional({
+    maxLength: 10_000,
+    description: 'A failure text, reported to the model as a failed tool call (instead of content)',
+  })
   @IsOptional()
   @IsString()
   @MaxLength(10_000)

@@ -1,50 +1,67 @@
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { MessageDto } from '../../runs/dto/run-agent-input.dto';
 
 const ID = /^[\x21-\x7E]{1,200}$/;
 const ID_MESSAGE = '$property must be 1-200 printable ASCII characters without spaces';
+const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const RESOURCE_ID_QUERY = {
+  description:
+    'The owner scope with AUTH_MODE=none; with authentication, only an ADMIN_ROLE caller may name another owner (read only)',
+};
+const METADATA = { type: 'object', additionalProperties: true } as const;
 
 export class CreateThreadDto {
-  /** The thread id; generated when absent. */
+  @ApiPropertyOptional({
+    pattern: ID.source,
+    maxLength: 200,
+    description: 'The thread id; generated when absent. The same id again by the same owner returns the thread (200)',
+  })
   @IsOptional()
   @IsString()
   @Matches(ID, { message: ID_MESSAGE })
   id?: string;
 
+  @ApiPropertyOptional({ maxLength: 500 })
   @IsOptional()
   @IsString()
   @MaxLength(500)
   title?: string;
 
+  @ApiPropertyOptional({ pattern: AGENT_ID.source, example: 'assistant' })
   @IsOptional()
   @IsString()
-  @Matches(/^[A-Za-z0-9_-]{1,64}$/)
+  @Matches(AGENT_ID)
   agentId?: string;
 
+  @ApiPropertyOptional(METADATA)
   @IsOptional()
   @IsObject()
   metadata?: Record<string, unknown>;
 }
 
 export class UpdateThreadDto {
+  @ApiPropertyOptional({ maxLength: 500, example: 'Renamed thread' })
   @IsOptional()
   @IsString()
   @MaxLength(500)
   title?: string;
 
-  /** Replaces the metadata as a whole. */
+  @ApiPropertyOptional({ ...METADATA, description: 'Replaces the metadata as a whole' })
   @IsOptional()
   @IsObject()
   metadata?: Record<string, unknown>;
 }
 
 export class ListThreadsQueryDto {
+  @ApiPropertyOptional({ pattern: AGENT_ID.source, description: "Only this agent's threads" })
   @IsOptional()
   @IsString()
-  @Matches(/^[A-Za-z0-9_-]{1,64}$/)
+  @Matches(AGENT_ID)
   agentId?: string;
 
-  /** 1-100, default 50. */
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 50 })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -52,19 +69,26 @@ export class ListThreadsQueryDto {
   @Max(100)
   limit?: number;
 
-  /** `nextCursor` of the previous page. */
+  @ApiPropertyOptional({ maxLength: 1000, description: '`nextCursor` of the previous page' })
   @IsOptional()
   @IsString()
   @MaxLength(1000)
   cursor?: string;
 
+  @ApiPropertyOptional(RESOURCE_ID_QUERY)
   @IsOptional()
   @IsString()
   resourceId?: string;
 }
 
 export class ListMessagesQueryDto {
-  /** 1-500, default 100: the latest `limit` messages, oldest first. */
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: 500,
+    default: 100,
+    description: 'The latest `limit` messages, oldest first',
+  })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -72,16 +96,22 @@ export class ListMessagesQueryDto {
   @Max(500)
   limit?: number;
 
-  /** `nextCursor` of the previous page: older messages. */
+  @ApiPropertyOptional({ pattern: '^\\d{1,18}$', description: '`nextCursor` of the previous page: older messages' })
   @IsOptional()
   @IsString()
   @Matches(/^\d{1,18}$/, { message: 'before must be a cursor from nextCursor' })
   before?: string;
 
+  @ApiPropertyOptional({
+    enum: ['ui', 'agui'],
+    default: 'ui',
+    description: '`ui`: parts as io.Assist reads them; `agui`: AG-UI messages, replayable in RunAgentInput.messages',
+  })
   @IsOptional()
   @IsIn(['ui', 'agui'])
   format?: 'ui' | 'agui';
 
+  @ApiPropertyOptional(RESOURCE_ID_QUERY)
   @IsOptional()
   @IsString()
   resourceId?: string;
@@ -89,26 +119,99 @@ export class ListMessagesQueryDto {
 
 /** A thread (CONTRACT section 1). */
 export class ThreadView {
+  @ApiProperty({ example: 'thread-1' })
   id: string;
+
+  @ApiProperty({ description: 'The owner', example: 'anonymous' })
   resourceId: string;
+
+  @ApiPropertyOptional({ example: 'assistant' })
   agentId?: string;
+
+  @ApiPropertyOptional()
   title?: string;
+
+  @ApiProperty(METADATA)
   metadata: Record<string, unknown>;
-  /** ISO-8601 */
+
+  @ApiProperty({ format: 'date-time', description: 'ISO-8601' })
   createdAt: string;
-  /** ISO-8601 */
+
+  @ApiProperty({ format: 'date-time', description: 'ISO-8601' })
   updatedAt: string;
 }
 
 export class ThreadsPage {
+  @ApiProperty({ type: [ThreadView], description: 'Newest `updatedAt` first' })
   threads: ThreadView[];
-  /** Pass as `cursor` for the next page; null on the last page. */
+
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last page' })
   nextCursor: string | null;
 }
 
+export class ToolInvocationView {
+  @ApiProperty({ enum: ['call', 'result'], description: '`result` once the result exists' })
+  state: 'call' | 'result';
+
+  @ApiProperty()
+  toolCallId: string;
+
+  @ApiProperty()
+  toolName: string;
+
+  @ApiProperty({ description: 'The call arguments (any JSON value)' })
+  args: unknown;
+
+  @ApiPropertyOptional({ description: "The tool's result (any JSON value), with state `result`" })
+  result?: unknown;
+}
+
+export class UiMessagePartView {
+  @ApiProperty({ enum: ['text', 'step-start', 'tool-invocation'] })
+  type: 'text' | 'step-start' | 'tool-invocation';
+
+  @ApiPropertyOptional({ description: 'With type `text`' })
+  text?: string;
+
+  @ApiPropertyOptional({ type: ToolInvocationView, description: 'With type `tool-invocation`' })
+  toolInvocation?: ToolInvocationView;
+}
+
+export class UiMessageContentView {
+  @ApiProperty({ enum: [2] })
+  format: 2;
+
+  @ApiProperty({ type: [UiMessagePartView] })
+  parts: UiMessagePartView[];
+}
+
+/** A message with `format=ui`: what io.Assist reads. */
+export class UiMessageView {
+  @ApiProperty()
+  id: string;
+
+  @ApiProperty()
+  threadId: string;
+
+  @ApiProperty({ example: 'assistant' })
+  role: string;
+
+  @ApiProperty({ format: 'date-time', description: 'ISO-8601' })
+  createdAt: string;
+
+  @ApiProperty({ type: UiMessageContentView })
+  content: UiMessageContentView;
+}
+
+@ApiExtraModels(UiMessageView, MessageDto)
 export class MessagesPage {
-  /** `ui` messages (`content.parts`) or AG-UI messages, by `format`. */
+  @ApiProperty({
+    type: 'array',
+    items: { oneOf: [{ $ref: getSchemaPath(UiMessageView) }, { $ref: getSchemaPath(MessageDto) }] },
+    description: '`format=ui`: UiMessageView; `format=agui`: the AG-UI message as stored (MessageDto)',
+  })
   messages: Record<string, unknown>[];
-  /** Pass as `before` for older messages; null when there are none. */
+
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `before` for older messages; null when there are none' })
   nextCursor: string | null;
 }
