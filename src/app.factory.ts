@@ -52,6 +52,10 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
         styleSrc: ["'self'", "'unsafe-inline'"],
         imgSrc: ["'self'", 'data:'],
         scriptSrc: ["'self'"],
+        // Helmet's default upgrade-insecure-requests rewrites /docs' own assets and its "Try it out" calls to
+        // https: on plain HTTP under any host name but localhost (a cluster-internal URL) Swagger UI stays blank.
+        // Every resource is same-origin, so over HTTPS nothing is lost without it.
+        upgradeInsecureRequests: null,
       },
     },
   });
@@ -78,16 +82,30 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     }),
   );
   app.useGlobalFilters(new DomainErrorFilter());
-  const document = () =>
-    SwaggerModule.createDocument(
+  const document = () => {
+    const doc = SwaggerModule.createDocument(
       app,
       new DocumentBuilder()
         .setTitle('io-bridge')
-        .setDescription('io.Intelligence Agent Protocol (AG-UI) for Mastra agents')
+        .setDescription(
+          'io.Intelligence Agent Protocol (AG-UI) for Mastra agents. Every error is an ErrorEnvelope ' +
+            '`{statusCode, code, message, details?}`. With AUTH_MODE=jwt, authorize with a bearer token; ' +
+            'with AUTH_MODE=none, X-Resource-Id names the owner.',
+        )
         .setVersion('0.1.0')
-        .addBearerAuth()
+        .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, 'bearer')
+        .addSecurityRequirements('bearer')
         .build(),
     );
+    // The health routes are public (@Public() on OpsController): no token.
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      if (!path.startsWith('/health/')) continue;
+      for (const operation of Object.values(operations)) {
+        if (typeof operation === 'object' && operation && 'responses' in operation) operation.security = [];
+      }
+    }
+    return doc;
+  };
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
   return app;
 }

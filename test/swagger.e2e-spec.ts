@@ -1,13 +1,390 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type ConsoleMessage } from 'playwright-core';
 import { startApp, TestApp } from './support/app';
-describe('dump', () => {
+
+/** Debian's `chromium` package; CI installs it (.ci/run). Never a browser that playwright downloads. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  // An operator reaches the service over plain HTTP under a host name (a cluster-internal URL), which the
+  // browser treats unlike 127.0.0.1 (no upgrade exemption): resolve one to this machine's loopback.
+  '--host-resolver-rules=MAP io-bridge.test 127.0.0.1',
+];
+/** Browser notices that are not failures: COOP is ignored on a plain-HTTP origin, as intended. */
+const BENIGN = [/Cross-Origin-Opener-Policy header has been ignored/];
+
+type Json = Record<string, any>;
+const P = '/io-bridge';
+const ENVELOPE = '#/components/schemas/ErrorEnvelope';
+
+/** CONTRACT section 1, below the prefix: method, path, tag, success status and schema, error statuses. */
+const ROUTES: Array<{
+  method: string;
+  path: string;
+  tag: string;
+  ok: string;
+  okRef?: string;
+  errors: string[];
+}> = [
+  { method: 'post', path: '/run', tag: 'runs', ok: '200', errors: ['400', '404', '409'] },
+  {
+    method: 'post',
+    path: '/runs/{runId}/tool-calls/{toolCallId}/result',
+    tag: 'runs',
+    ok: '202',
+    okRef: 'AcceptedView',
+    errors: ['400', '404', '409'],
+  },
+  {
+    method: 'post',
+    path: '/runs/{runId}/cancel',
+    tag: 'runs',
+    ok: '202',
+    okRef: 'AcceptedView',
+    errors: ['404', '409'],
+  },
+  { method: 'get', path: '/runs/{runId}', tag: 'runs', ok: '200', okRef: 'RunView', errors: ['404'] },
+  { method: 'get', path: '/agents', tag: 'agents', ok: '200', okRef: 'AgentsList', errors: [] },
+  { method: 'get', path: '/agents/{agentId}', tag: 'agents', ok: '200', okRef: 'AgentView', errors: ['404'] },
+  {
+    method: 'post',
+    path: '/threads',
+    tag: 'threads',
+    ok: '201',
+    okRef: 'ThreadView',
+    errors: ['400', '409'],
+  },
+  { method: 'get', path: '/threads', tag: 'threads', ok: '200', okRef: 'ThreadsPage', errors: ['400'] },
+  {
+    method: 'get',
+    path: '/threads/{threadId}',
+    tag: 'threads',
+    ok: '200',
+    okRef: 'ThreadView',
+    errors: ['404'],
+  },
+  {
+    method: 'patch',
+    path: '/threads/{threadId}',
+    tag: 'threads',
+    ok: '200',
+    okRef: 'ThreadView',
+    errors: ['400', '404'],
+  },
+  { method: 'delete', path: '/threads/{threadId}', tag: 'threads', ok: '204', errors: ['404'] },
+  {
+    method: 'get',
+    path: '/threads/{threadId}/messages',
+    tag: 'threads',
+    ok: '200',
+    okRef: 'MessagesPage',
+    errors: ['400', '404'],
+  },
+];
+
+const schemaName = (ref: string) => ref.replace('#/components/schemas/', '');
+
+/** Every `$ref` in a value, recursively. */
+function refsIn(value: unknown, out = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) value.forEach((v) => refsIn(v, out));
+  else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k === '$ref' && typeof v === 'string') out.add(v);
+      else refsIn(v, out);
+    }
+  }
+  return out;
+}
+
+describe('OpenAPI document at /docs-json', () => {
   let t: TestApp;
-  beforeAll(async () => { t = await startApp(); });
-  afterAll(() => t.close());
-  it('dumps', async () => {
-    const r = await fetch(`${t.baseUrl}/docs-json`);
-    writeFileSync('/tmp/docs.json', JSON.stringify(await r.json(), null, 2));
-    const h = await fetch(`${t.baseUrl}/docs`);
-    writeFileSync('/tmp/docs.html', `${h.status} ${JSON.stringify([...h.headers])}\n${await h.text()}`);
+  let doc: Json;
+  const op = (method: string, path: string): Json => doc.paths[path]?.[method];
+
+  beforeAll(async () => {
+    t = await startApp();
+    const res = await fetch(`${t.baseUrl}/docs-json`);
+    expect(res.status).toBe(200);
+    doc = (await res.json()) as Json;
   });
+  afterAll(() => t.close());
+
+  it('documents every route of CONTRACT section 1 with its method and tag, plus the health routes', () => {
+    for (const r of ROUTES) {
+      const operation = op(r.method, `${P}${r.path}`);
+      expect({ route: `${r.method} ${r.path}`, found: Boolean(operation) }).toEqual({
+        route: `${r.method} ${r.path}`,
+        found: true,
+      });
+      expect(operation.tags).toEqual([r.tag]);
+      expect(operation.summary).toEqual(expect.any(String));
+    }
+    const documented = Object.entries(doc.paths as Json).flatMap(([path, ops]) =>
+      Object.keys(ops).map((method) => `${method} ${path}`),
+    );
+    expect(documented.filter((d) => d.includes(P)).sort()).toEqual(
+      ROUTES.map((r) => `${r.method} ${P}${r.path}`).sort(),
+    );
+    expect(op('get', '/health/live')).toBeDefined();
+    expect(op('get', '/health/ready')).toBeDefined();
+    expect(doc.paths['/metrics']).toBeUndefined();
+  });
+
+  it('declares the bearer scheme, required by every route under the prefix and not by health', () => {
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([{ bearer: [] }]);
+    for (const r of ROUTES) {
+      const operation = op(r.method, `${P}${r.path}`);
+      expect(operation.security ?? doc.security).toContainEqual({ bearer: [] });
+      expect(operation.responses['401']?.content['application/json'].schema.$ref).toBe(ENVELOPE);
+    }
+    expect(op('get', '/health/live').security).toEqual([]);
+    expect(op('get', '/health/ready').security).toEqual([]);
+  });
+
+  it('gives each route its success schema and its error statuses with the error envelope', () => {
+    const envelope = doc.components.schemas.ErrorEnvelope;
+    expect(Object.keys(envelope.properties)).toEqual(['statusCode', 'code', 'message', 'details']);
+    expect(envelope.required).toEqual(['statusCode', 'code', 'message']);
+    const codes: string[] = doc.components.schemas[schemaName(envelope.properties.code.allOf[0].$ref)].enum;
+    expect(codes).toEqual(
+      expect.arrayContaining(['VALIDATION_FAILED', 'NOT_FOUND', 'THREAD_BUSY', 'THREAD_ID_CONFLICT']),
+    );
+    for (const r of ROUTES) {
+      const operation = op(r.method, `${P}${r.path}`);
+      const where = `${r.method} ${r.path}`;
+      expect({ where, statuses: Object.keys(operation.responses) }).toEqual({
+        where,
+        statuses: expect.arrayContaining([r.ok, ...r.errors]),
+      });
+      const ok = operation.responses[r.ok];
+      if (r.okRef) {
+        expect({ where, ref: ok.content['application/json'].schema.$ref }).toEqual({
+          where,
+          ref: `#/components/schemas/${r.okRef}`,
+        });
+      }
+      for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+        if (Number(status) < 400) continue;
+        expect({ where, status, ref: response.content?.['application/json']?.schema?.$ref }).toEqual({
+          where,
+          status,
+          ref: ENVELOPE,
+        });
+        // The description names the stable code(s) a client can branch on.
+        const named = codes.filter((code) => (response.description as string).includes(code));
+        expect({ where, status, named: named.length > 0 }).toEqual({ where, status, named: true });
+      }
+    }
+    expect(op('post', `${P}/threads`).responses['409'].description).toContain('THREAD_ID_CONFLICT');
+    expect(op('post', `${P}/run`).responses['409'].description).toEqual(
+      expect.stringMatching(/RUN_ALREADY_EXISTS[\s\S]*THREAD_BUSY/),
+    );
+  });
+
+  it('documents POST /run: RunAgentInputDto in, a text/event-stream of the AG-UI event union out', () => {
+    const run = op('post', `${P}/run`);
+    expect(run.requestBody.required).toBe(true);
+    expect(run.requestBody.content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/RunAgentInputDto',
+    );
+    const input = doc.components.schemas.RunAgentInputDto;
+    expect(input.required).toEqual(['threadId', 'runId', 'messages', 'tools', 'context']);
+    expect(input.properties.messages.items.$ref).toBe('#/components/schemas/MessageDto');
+    expect(Object.keys(run.responses['200'].content)).toEqual(['text/event-stream']);
+    expect(run.responses['200'].content['text/event-stream'].schema.type).toBe('string');
+
+    // The union: one model per event type, told apart by `type`; the description lists each with its fields.
+    const frame = doc.components.schemas.AgUiEventFrame;
+    const union = frame.properties.data;
+    expect(union.discriminator.propertyName).toBe('type');
+    const events = (union.oneOf as Json[]).map((ref) => doc.components.schemas[schemaName(ref.$ref)]);
+    const types = events.map((e) => e.properties.type.enum[0]);
+    expect(types).toEqual(
+      expect.arrayContaining([
+        'RUN_STARTED',
+        'RUN_FINISHED',
+        'RUN_ERROR',
+        'TEXT_MESSAGE_START',
+        'TEXT_MESSAGE_CONTENT',
+        'TEXT_MESSAGE_END',
+        'TOOL_CALL_START',
+        'TOOL_CALL_ARGS',
+        'TOOL_CALL_END',
+        'TOOL_CALL_RESULT',
+        'STEP_STARTED',
+        'STEP_FINISHED',
+        'REASONING_MESSAGE_CONTENT',
+      ]),
+    );
+    for (const event of events) {
+      const type = event.properties.type.enum[0];
+      expect(event.required).toEqual(expect.arrayContaining(['type', 'timestamp']));
+      const line = (run.description as string).split('\n').find((l) => l.includes(`\`${type}\` {`));
+      expect({ type, line: Boolean(line) }).toEqual({ type, line: true });
+      for (const field of Object.keys(event.properties)) {
+        if (field === 'type' || field === 'timestamp') continue;
+        expect({ type, field, inDescription: line!.includes(field) }).toEqual({
+          type,
+          field,
+          inDescription: true,
+        });
+      }
+    }
+    expect(doc.components.schemas.TextMessageStartEvent.properties.role.enum).toEqual(['assistant']);
+    expect(doc.components.schemas.ToolCallResultEvent.required).toEqual(
+      expect.arrayContaining(['messageId', 'toolCallId', 'content', 'role']),
+    );
+    expect(doc.components.schemas.RunFinishedEvent.required).not.toContain('result');
+  });
+
+  it('describes the shapes completely (the Swagger CLI plugin does not run here) and every $ref resolves', () => {
+    const props = (name: string) => Object.keys(doc.components.schemas[name].properties ?? {});
+    expect(props('ThreadView')).toEqual([
+      'id',
+      'resourceId',
+      'agentId',
+      'title',
+      'metadata',
+      'createdAt',
+      'updatedAt',
+    ]);
+    expect(doc.components.schemas.ThreadView.required).toEqual([
+      'id',
+      'resourceId',
+      'metadata',
+      'createdAt',
+      'updatedAt',
+    ]);
+    expect(props('ThreadsPage')).toEqual(['threads', 'nextCursor']);
+    expect(doc.components.schemas.ThreadsPage.properties.nextCursor.nullable).toBe(true);
+    expect(props('RunView')).toEqual([
+      'id',
+      'threadId',
+      'agentId',
+      'status',
+      'startedAt',
+      'finishedAt',
+      'error',
+      'pendingToolCalls',
+    ]);
+    expect(props('AgentView')).toEqual(['id', 'name', 'description', 'modelId', 'tools', 'capabilities']);
+    expect(props('AgentsList')).toEqual(['agents', 'defaultAgentId']);
+    expect(props('CreateThreadDto')).toEqual(['id', 'title', 'agentId', 'metadata']);
+    expect(props('UpdateThreadDto')).toEqual(['title', 'metadata']);
+    expect(props('MessagesPage')).toEqual(['messages', 'nextCursor']);
+    expect(props('ToolResultDto')).toEqual(['content', 'error']);
+
+    const params = (method: string, path: string) =>
+      Object.fromEntries((op(method, path).parameters as Json[]).map((p) => [`${p.in}:${p.name}`, p.schema]));
+    expect(params('get', `${P}/threads`)).toMatchObject({
+      'query:limit': { type: 'integer', minimum: 1, maximum: 100, default: 50 },
+      'query:cursor': { type: 'string' },
+      'query:agentId': { type: 'string' },
+    });
+    expect(params('get', `${P}/threads/{threadId}/messages`)).toMatchObject({
+      'path:threadId': { type: 'string' },
+      'query:limit': { type: 'integer', minimum: 1, maximum: 500, default: 100 },
+      'query:before': { type: 'string' },
+      'query:format': { enum: ['ui', 'agui'] },
+    });
+
+    // No schema reachable from the routes (or the event frame) is an empty object; every reference resolves.
+    const seen = new Set<string>();
+    const queue = [...refsIn(doc.paths), '#/components/schemas/AgUiEventFrame'];
+    while (queue.length) {
+      const ref = queue.pop()!;
+      if (seen.has(ref)) continue;
+      seen.add(ref);
+      const schema = doc.components.schemas[schemaName(ref)];
+      expect({ ref, exists: Boolean(schema) }).toEqual({ ref, exists: true });
+      if (!schema.enum) {
+        expect({ ref, properties: Object.keys(schema.properties ?? {}).length > 0 }).toEqual({
+          ref,
+          properties: true,
+        });
+      }
+      queue.push(...refsIn(schema));
+    }
+    expect(seen).toContain('#/components/schemas/RunStartedEvent');
+  });
+});
+
+describe('Swagger UI at /docs, in headless Chromium', () => {
+  let t: TestApp;
+  let browser: Browser | undefined;
+
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t.close();
+  });
+
+  it('shows the route groups and executes GET /io-bridge/agents through "Try it out"', async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `Chromium is not installed at ${CHROMIUM}: install Debian's package (apt-get install -y chromium) ` +
+          'or set CHROMIUM_PATH. This test must not be skipped.',
+      );
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('console', (m: ConsoleMessage) => {
+      if (m.type() === 'error' && !BENIGN.some((b) => b.test(m.text())))
+        problems.push(`console: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+    // CSP violations are reported to the page, whether or not they reach the console.
+    await page.addInitScript(() =>
+      document.addEventListener('securitypolicyviolation', (e) =>
+        console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI}`),
+      ),
+    );
+
+    const origin = `http://io-bridge.test:${new URL(t.baseUrl).port}`;
+    const response = await page.goto(`${origin}/docs`, { waitUntil: 'load' });
+    expect(response?.status()).toBe(200);
+    // Swagger UI runs under the service's CSP (helmet), which must not upgrade its same-origin requests.
+    const csp = (await response!.allHeaders())['content-security-policy'];
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('upgrade-insecure-requests');
+    for (const tag of ['runs', 'threads', 'agents']) {
+      await page.locator(`h3.opblock-tag[data-tag="${tag}"]`).waitFor({ timeout: 15_000 });
+    }
+    await expect(page.locator('.opblock').count()).resolves.toBeGreaterThanOrEqual(ROUTES.length);
+    await expect(page.locator('.info .title').innerText()).resolves.toContain('io-bridge');
+
+    const agents = page.locator('#operations-agents-AgentsController_list');
+    await agents.locator('.opblock-summary').click();
+    await agents.getByRole('button', { name: 'Try it out' }).click();
+    await agents.getByRole('button', { name: 'Execute' }).click();
+    const live = agents.locator('.live-responses-table tr.response');
+    await live.waitFor({ timeout: 15_000 });
+    await expect(live.locator('.response-col_status').innerText()).resolves.toContain('200');
+    const body = await live.locator('.response-col_description .highlight-code').first().innerText();
+    expect(body).toContain('"assistant"');
+    expect(body).toContain('defaultAgentId');
+    await expect(agents.locator('.request-url').innerText()).resolves.toContain(`${origin}/io-bridge/agents`);
+
+    if (process.env.SWAGGER_SCREENSHOT) {
+      await page.screenshot({
+        path: join(mkdtempSync(join(tmpdir(), 'swagger-')), 'docs.png'),
+        fullPage: true,
+      });
+    }
+    expect(problems).toEqual([]);
+  }, 90_000);
 });

@@ -1,15 +1,27 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { ApiNotFoundResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import {
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { ErrorEnvelope } from '../common/error-envelope.dto';
 import { AgentsService } from './agents.service';
 import { AgentsList, AgentView } from './dto/agent-view.dto';
 
 @ApiTags('agents')
+@ApiUnauthorizedResponse({
+  type: ErrorEnvelope,
+  description: 'UNAUTHENTICATED: missing or invalid bearer token',
+})
 @Controller('agents')
 export class AgentsController {
   constructor(private readonly agents: AgentsService) {}
 
   /** The agents this service offers, and the one a run uses when `forwardedProps.agentId` is absent. */
   @Get()
+  @ApiOperation({ summary: 'List the agents and the default one' })
   @ApiOkResponse({ type: AgentsList })
   list(): AgentsList {
     return {
@@ -19,8 +31,9 @@ export class AgentsController {
   }
 
   @Get(':agentId')
+  @ApiOperation({ summary: 'Read an agent' })
   @ApiOkResponse({ type: AgentView })
-  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
+  @ApiNotFoundResponse({ type: ErrorEnvelope, description: 'NOT_FOUND: unknown agent' })
   get(@Param('agentId') agentId: string): AgentView {
     return this.agents.view(agentId);
   }

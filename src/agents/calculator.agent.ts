@@ -5,7 +5,8 @@ export const calculatorAgent: AgentDefinition = {
   id: 'calculator',
   name: 'Calculator',
   description: 'Does arithmetic with its calculate tool, and nothing else.',
-  instructions: 'You only do arithmetic. Use the calculate tool for every computation and answer with the result.',
+  instructions:
+    'You only do arithmetic. Use the calculate tool for every computation and answer with the result.',
   tools: [calculatorTool],
   defaults: { maxSteps: 4, lastMessages: 10, modelSettings: { temperature: 0 } },
 };

@@ -3,19 +3,27 @@ import {
   ApiAcceptedResponse,
   ApiBadRequestResponse,
   ApiConflictResponse,
+  ApiExtraModels,
+  ApiForbiddenResponse,
+  ApiHeader,
   ApiNotFoundResponse,
   ApiOkResponse,
+  ApiOperation,
+  ApiPayloadTooLargeResponse,
   ApiServiceUnavailableResponse,
   ApiTags,
   ApiTooManyRequestsResponse,
+  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentPrincipal, type Principal } from '../auth/principal';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
+import { ErrorEnvelope } from '../common/error-envelope.dto';
 import { RunAgentInputDto } from './dto/run-agent-input.dto';
-import { RunView } from './dto/run-view.dto';
+import { AcceptedView, RunView } from './dto/run-view.dto';
+import { AgUiEventFrame, RUN_STREAM_CONTENT, RUN_STREAM_DESCRIPTION } from './dto/run-events.dto';
 import { ToolResultDto } from './dto/tool-result.dto';
 import { RunsService } from './runs.service';
 import { PinoLogger } from 'nestjs-pino';
@@ -24,6 +32,19 @@ import { RunRateLimitGuard } from './run-rate-limit.guard';
 import { SseWriter } from './sse-writer';
 
 @ApiTags('runs')
+@ApiHeader({
+  name: 'X-Resource-Id',
+  required: false,
+  description: 'The owner scope with AUTH_MODE=none (or forwardedProps.resourceId / ?resourceId=)',
+})
+@ApiUnauthorizedResponse({
+  type: ErrorEnvelope,
+  description: 'UNAUTHENTICATED: missing or invalid bearer token',
+})
+@ApiForbiddenResponse({
+  type: ErrorEnvelope,
+  description: "FORBIDDEN: the resourceId named is not the caller's",
+})
 @Controller()
 export class RunsController {
   constructor(
@@ -37,16 +58,34 @@ export class RunsController {
   @Post('run')
   @HttpCode(200)
   @UseGuards(RunRateLimitGuard)
-  @ApiTooManyRequestsResponse({ description: 'RATE_LIMITED: too many runs for this owner' })
-  @ApiServiceUnavailableResponse({ description: 'SHUTTING_DOWN: this instance is draining; retry' })
+  @ApiOperation({ summary: 'Start a run and stream its AG-UI events', description: RUN_STREAM_DESCRIPTION })
+  @ApiExtraModels(AgUiEventFrame)
   @ApiOkResponse({
     description:
       'An SSE stream of AG-UI events: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STEP_*, REASONING_*, then exactly one RUN_FINISHED or RUN_ERROR',
-    content: { 'text/event-stream': { schema: { type: 'string' } } },
+    content: RUN_STREAM_CONTENT,
   })
-  @ApiBadRequestResponse({ description: 'VALIDATION_FAILED: the body is not a valid RunAgentInput' })
-  @ApiNotFoundResponse({ description: 'NOT_FOUND: unknown forwardedProps.agentId' })
-  @ApiConflictResponse({ description: 'RUN_ALREADY_EXISTS: the runId was used before' })
+  @ApiBadRequestResponse({
+    type: ErrorEnvelope,
+    description: 'VALIDATION_FAILED: the body is not a valid RunAgentInput, or not JSON',
+  })
+  @ApiNotFoundResponse({
+    type: ErrorEnvelope,
+    description: 'NOT_FOUND: unknown forwardedProps.agentId, or a thread another owner holds',
+  })
+  @ApiConflictResponse({
+    type: ErrorEnvelope,
+    description: 'RUN_ALREADY_EXISTS: the runId was used before; THREAD_BUSY: the thread has an active run',
+  })
+  @ApiPayloadTooLargeResponse({ type: ErrorEnvelope, description: 'PAYLOAD_TOO_LARGE' })
+  @ApiTooManyRequestsResponse({
+    type: ErrorEnvelope,
+    description: 'RATE_LIMITED: too many runs for this owner',
+  })
+  @ApiServiceUnavailableResponse({
+    type: ErrorEnvelope,
+    description: 'SHUTTING_DOWN: this instance is draining; retry',
+  })
   async run(
     @Body() input: RunAgentInputDto,
     @CurrentPrincipal() principal: Principal,
@@ -71,12 +110,20 @@ export class RunsController {
   /** A frontend tool's result, delivered to the waiting run on whichever instance holds it. */
   @Post('runs/:runId/tool-calls/:toolCallId/result')
   @HttpCode(202)
-  @ApiAcceptedResponse({ description: 'The result reached the run' })
-  @ApiBadRequestResponse({ description: 'VALIDATION_FAILED: not an object, or neither content nor error' })
+  @ApiOperation({ summary: "Deliver a frontend tool's result to the waiting run" })
+  @ApiAcceptedResponse({ type: AcceptedView, description: 'The result reached the run' })
+  @ApiBadRequestResponse({
+    type: ErrorEnvelope,
+    description: 'VALIDATION_FAILED: not an object, or neither content nor error',
+  })
   @ApiNotFoundResponse({
+    type: ErrorEnvelope,
     description: "NOT_FOUND: unknown run (or another owner's), or unknown tool call of a live run",
   })
-  @ApiConflictResponse({ description: 'TOOL_RESULT_ALREADY_SUBMITTED, or RUN_NOT_ACTIVE for an ended run' })
+  @ApiConflictResponse({
+    type: ErrorEnvelope,
+    description: 'TOOL_RESULT_ALREADY_SUBMITTED, or RUN_NOT_ACTIVE for an ended run',
+  })
   async submitToolResult(
     @Param('runId') runId: string,
     @Param('toolCallId') toolCallId: string,
@@ -98,9 +145,10 @@ export class RunsController {
   /** Stops a run: the model call and pending tool waits; its stream ends with RUN_ERROR CANCELLED. */
   @Post('runs/:runId/cancel')
   @HttpCode(202)
-  @ApiAcceptedResponse({ description: 'The run is being cancelled' })
-  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
-  @ApiConflictResponse({ description: 'RUN_NOT_ACTIVE: the run has ended' })
+  @ApiOperation({ summary: 'Cancel a run (its stream ends with RUN_ERROR CANCELLED)' })
+  @ApiAcceptedResponse({ type: AcceptedView, description: 'The run is being cancelled' })
+  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown run, or another owner's" })
+  @ApiConflictResponse({ type: ErrorEnvelope, description: 'RUN_NOT_ACTIVE: the run has ended' })
   async cancel(
     @Param('runId') runId: string,
     @CurrentPrincipal() principal: Principal,
@@ -111,7 +159,9 @@ export class RunsController {
 
   /** A run's status and the frontend tool calls it waits for. */
   @Get('runs/:runId')
-  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
+  @ApiOperation({ summary: "Read a run's status and the tool calls it waits for" })
+  @ApiOkResponse({ type: RunView })
+  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown run, or another owner's" })
   getRun(@Param('runId') runId: string, @CurrentPrincipal() principal: Principal): Promise<RunView> {
     return this.runs.get(runId, principal);
   }

@@ -3,13 +3,18 @@ import {
   ApiBadRequestResponse,
   ApiConflictResponse,
   ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiHeader,
   ApiNoContentResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
+  ApiOperation,
   ApiTags,
+  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentPrincipal, type Principal } from '../auth/principal';
+import { ErrorEnvelope } from '../common/error-envelope.dto';
 import {
   CreateThreadDto,
   ListMessagesQueryDto,
@@ -22,15 +27,34 @@ import {
 import { ThreadsService } from './threads.service';
 
 @ApiTags('threads')
+@ApiHeader({
+  name: 'X-Resource-Id',
+  required: false,
+  description:
+    'The owner scope with AUTH_MODE=none; with authentication, an ADMIN_ROLE caller may read (only) another owner',
+})
+@ApiUnauthorizedResponse({
+  type: ErrorEnvelope,
+  description: 'UNAUTHENTICATED: missing or invalid bearer token',
+})
+@ApiForbiddenResponse({
+  type: ErrorEnvelope,
+  description: "FORBIDDEN: the resourceId named is not the caller's",
+})
 @Controller('threads')
 export class ThreadsController {
   constructor(private readonly threads: ThreadsService) {}
 
   /** Creates a thread; the same id again by the same owner returns the existing one with 200. */
   @Post()
+  @ApiOperation({ summary: 'Create a thread' })
   @ApiCreatedResponse({ type: ThreadView })
   @ApiOkResponse({ type: ThreadView, description: 'The thread existed already' })
-  @ApiConflictResponse({ description: 'THREAD_ID_CONFLICT' })
+  @ApiBadRequestResponse({ type: ErrorEnvelope, description: 'VALIDATION_FAILED' })
+  @ApiConflictResponse({
+    type: ErrorEnvelope,
+    description: 'THREAD_ID_CONFLICT: another owner holds this id',
+  })
   async create(
     @Body() dto: CreateThreadDto,
     @CurrentPrincipal() principal: Principal,
@@ -43,22 +67,29 @@ export class ThreadsController {
 
   /** The owner's threads, newest `updatedAt` first. */
   @Get()
+  @ApiOperation({ summary: "List the owner's threads, newest first" })
   @ApiOkResponse({ type: ThreadsPage })
-  @ApiBadRequestResponse({ description: 'VALIDATION_FAILED: limit outside 1-100 or a bad cursor' })
+  @ApiBadRequestResponse({
+    type: ErrorEnvelope,
+    description: 'VALIDATION_FAILED: limit outside 1-100 or a bad cursor',
+  })
   list(@Query() query: ListThreadsQueryDto, @CurrentPrincipal() principal: Principal): Promise<ThreadsPage> {
     return this.threads.list(query, principal);
   }
 
   @Get(':threadId')
+  @ApiOperation({ summary: 'Read a thread' })
   @ApiOkResponse({ type: ThreadView })
-  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
+  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown thread, or another owner's" })
   get(@Param('threadId') id: string, @CurrentPrincipal() principal: Principal): Promise<ThreadView> {
     return this.threads.get(id, principal);
   }
 
   @Patch(':threadId')
+  @ApiOperation({ summary: 'Rename a thread or replace its metadata' })
   @ApiOkResponse({ type: ThreadView })
-  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
+  @ApiBadRequestResponse({ type: ErrorEnvelope, description: 'VALIDATION_FAILED' })
+  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown thread, or another owner's" })
   update(
     @Param('threadId') id: string,
     @Body() dto: UpdateThreadDto,
@@ -70,16 +101,22 @@ export class ThreadsController {
   /** Deletes the thread and its messages; a run in progress on it is cancelled first. */
   @Delete(':threadId')
   @HttpCode(204)
-  @ApiNoContentResponse()
-  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
+  @ApiOperation({ summary: 'Delete a thread and its messages (a run in progress is cancelled first)' })
+  @ApiNoContentResponse({ description: 'Deleted' })
+  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown thread, or another owner's" })
   delete(@Param('threadId') id: string, @CurrentPrincipal() principal: Principal): Promise<void> {
     return this.threads.delete(id, principal);
   }
 
   /** The latest `limit` messages in chronological order; `before` pages back. */
   @Get(':threadId/messages')
+  @ApiOperation({ summary: "Read a thread's messages, latest page first, oldest first within it" })
   @ApiOkResponse({ type: MessagesPage })
-  @ApiNotFoundResponse({ description: 'NOT_FOUND' })
+  @ApiBadRequestResponse({
+    type: ErrorEnvelope,
+    description: 'VALIDATION_FAILED: limit outside 1-500, a bad cursor or format',
+  })
+  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown thread, or another owner's" })
   messages(
     @Param('threadId') id: string,
     @Query() query: ListMessagesQueryDto,

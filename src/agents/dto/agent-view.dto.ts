@@ -30,7 +30,10 @@ export class AgentView {
   @ApiPropertyOptional()
   description?: string;
 
-  @ApiProperty({ description: 'The model the agent runs on: `scripted`, or a provider/model id', example: 'scripted' })
+  @ApiProperty({
+    description: 'The model the agent runs on: `scripted`, or a provider/model id',
+    example: 'scripted',
+  })
   modelId: string;
 
   @ApiProperty({ type: [AgentToolView], description: 'Its server tools' })
@@ -44,6 +47,9 @@ export class AgentsList {
   @ApiProperty({ type: [AgentView] })
   agents: AgentView[];
 
-  @ApiProperty({ description: 'The agent a run uses when forwardedProps.agentId is absent', example: 'assistant' })
+  @ApiProperty({
+    description: 'The agent a run uses when forwardedProps.agentId is absent',
+    example: 'assistant',
+  })
   defaultAgentId: string;
 }

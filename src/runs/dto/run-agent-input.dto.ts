@@ -32,13 +32,29 @@ const ID = /^[\x21-\x7E]{1,200}$/;
 const ID_MESSAGE = '$property must be 1-200 printable ASCII characters without spaces';
 const ID_PROPERTY = { pattern: ID.source, minLength: 1, maxLength: 200 };
 
+/** The OpenAPI schema of a field that holds any JSON value. */
+export const ANY_JSON_VALUE = {
+  oneOf: [
+    { type: 'string' },
+    { type: 'number' },
+    { type: 'boolean' },
+    { type: 'object', additionalProperties: true },
+    { type: 'array', items: {} },
+  ],
+  nullable: true,
+};
+
 export class FunctionCallDto {
   @ApiProperty({ pattern: '^[A-Za-z0-9_.:-]{1,128}$', example: 'get_weather' })
   @IsString()
   @Matches(/^[A-Za-z0-9_.:-]{1,128}$/, { message: '$property must be a tool name' })
   name: string;
 
-  @ApiProperty({ maxLength: 1_000_000, description: "The call's arguments as JSON text", example: '{"city":"Paris"}' })
+  @ApiProperty({
+    maxLength: 1_000_000,
+    description: "The call's arguments as JSON text",
+    example: '{"city":"Paris"}',
+  })
   @IsString()
   @MaxLength(1_000_000)
   arguments: string;
@@ -109,7 +125,7 @@ export class MessageDto {
   @IsString()
   error?: string;
 
-  @ApiPropertyOptional({ description: 'Required on `activity` messages' })
+  @ApiPropertyOptional({ minLength: 1, description: 'Required on `activity` messages' })
   @ValidateIf((m: MessageDto) => m.role === 'activity')
   @IsString()
   @MinLength(1)
@@ -161,12 +177,20 @@ export class ContextDto {
 
 /** AG-UI `RunAgentInput`, as CONTRACT section 2 and the seed require it. */
 export class RunAgentInputDto {
-  @ApiProperty({ ...ID_PROPERTY, description: 'Created for the caller on its first run', example: 'thread-1' })
+  @ApiProperty({
+    ...ID_PROPERTY,
+    description: 'Created for the caller on its first run',
+    example: 'thread-1',
+  })
   @IsString()
   @Matches(ID, { message: ID_MESSAGE })
   threadId: string;
 
-  @ApiProperty({ ...ID_PROPERTY, description: 'New for every run (409 RUN_ALREADY_EXISTS otherwise)', example: 'run-1' })
+  @ApiProperty({
+    ...ID_PROPERTY,
+    description: 'New for every run (409 RUN_ALREADY_EXISTS otherwise)',
+    example: 'run-1',
+  })
   @IsString()
   @Matches(ID, { message: ID_MESSAGE })
   runId: string;
@@ -182,7 +206,7 @@ export class RunAgentInputDto {
   @IsString()
   protocolVersion?: string;
 
-  @ApiPropertyOptional({ description: 'Client state; accepted and passed on as it is' })
+  @ApiPropertyOptional({ ...ANY_JSON_VALUE, description: 'Client state; accepted and passed on as it is' })
   @IsOptional()
   state?: unknown;
 
@@ -196,14 +220,22 @@ export class RunAgentInputDto {
   @Type(() => MessageDto)
   messages: MessageDto[];
 
-  @ApiProperty({ type: [ToolDto], description: 'Frontend tools the model may call (`[]` for none)', example: [] })
+  @ApiProperty({
+    type: [ToolDto],
+    description: 'Frontend tools the model may call (`[]` for none)',
+    example: [],
+  })
   @IsArray()
   @ValidateNested({ each: true })
   @Type(() => ToolDto)
   @ArrayUnique((t: ToolDto) => t?.name, { message: 'tool names must be unique' })
   tools: ToolDto[];
 
-  @ApiProperty({ type: [ContextDto], description: 'Context entries for the model (`[]` for none)', example: [] })
+  @ApiProperty({
+    type: [ContextDto],
+    description: 'Context entries for the model (`[]` for none)',
+    example: [],
+  })
   @IsArray()
   @ValidateNested({ each: true })
   @Type(() => ContextDto)

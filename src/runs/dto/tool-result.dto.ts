@@ -1,9 +1,11 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
+import { ANY_JSON_VALUE } from './run-agent-input.dto';
 
 /** A frontend tool's result: `content` (any JSON value) or `error` (a failure the model sees). */
 export class ToolResultDto {
   @ApiPropertyOptional({
+    ...ANY_JSON_VALUE,
     description: "The tool's output: any JSON value or a string",
     example: { temperature: 21 },
   })

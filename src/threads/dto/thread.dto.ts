@@ -1,7 +1,7 @@
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { MessageDto } from '../../runs/dto/run-agent-input.dto';
+import { ANY_JSON_VALUE, MessageDto } from '../../runs/dto/run-agent-input.dto';
 
 const ID = /^[\x21-\x7E]{1,200}$/;
 const ID_MESSAGE = '$property must be 1-200 printable ASCII characters without spaces';
@@ -16,7 +16,8 @@ export class CreateThreadDto {
   @ApiPropertyOptional({
     pattern: ID.source,
     maxLength: 200,
-    description: 'The thread id; generated when absent. The same id again by the same owner returns the thread (200)',
+    description:
+      'The thread id; generated when absent. The same id again by the same owner returns the thread (200)',
   })
   @IsOptional()
   @IsString()
@@ -96,7 +97,10 @@ export class ListMessagesQueryDto {
   @Max(500)
   limit?: number;
 
-  @ApiPropertyOptional({ pattern: '^\\d{1,18}$', description: '`nextCursor` of the previous page: older messages' })
+  @ApiPropertyOptional({
+    pattern: '^\\d{1,18}$',
+    description: '`nextCursor` of the previous page: older messages',
+  })
   @IsOptional()
   @IsString()
   @Matches(/^\d{1,18}$/, { message: 'before must be a cursor from nextCursor' })
@@ -105,7 +109,8 @@ export class ListMessagesQueryDto {
   @ApiPropertyOptional({
     enum: ['ui', 'agui'],
     default: 'ui',
-    description: '`ui`: parts as io.Assist reads them; `agui`: AG-UI messages, replayable in RunAgentInput.messages',
+    description:
+      '`ui`: parts as io.Assist reads them; `agui`: AG-UI messages, replayable in RunAgentInput.messages',
   })
   @IsOptional()
   @IsIn(['ui', 'agui'])
@@ -145,7 +150,11 @@ export class ThreadsPage {
   @ApiProperty({ type: [ThreadView], description: 'Newest `updatedAt` first' })
   threads: ThreadView[];
 
-  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last page' })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'Pass as `cursor` for the next page; null on the last page',
+  })
   nextCursor: string | null;
 }
 
@@ -159,10 +168,10 @@ export class ToolInvocationView {
   @ApiProperty()
   toolName: string;
 
-  @ApiProperty({ description: 'The call arguments (any JSON value)' })
+  @ApiProperty({ ...ANY_JSON_VALUE, description: 'The call arguments' })
   args: unknown;
 
-  @ApiPropertyOptional({ description: "The tool's result (any JSON value), with state `result`" })
+  @ApiPropertyOptional({ ...ANY_JSON_VALUE, description: "The tool's result, with state `result`" })
   result?: unknown;
 }
 
@@ -212,6 +221,10 @@ export class MessagesPage {
   })
   messages: Record<string, unknown>[];
 
-  @ApiProperty({ type: String, nullable: true, description: 'Pass as `before` for older messages; null when there are none' })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'Pass as `before` for older messages; null when there are none',
+  })
   nextCursor: string | null;
 }
