@@ -1,4 +1,5 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
+import { ID_PATTERN } from '../common/ids';
 
 /** Who is calling: the owner scope every thread, message and run query is filtered by. */
 export type Principal = {
@@ -12,7 +13,7 @@ export type Principal = {
 export const ANONYMOUS_RESOURCE = 'anonymous';
 
 /** What a resourceId may look like, whoever names it: 1-200 printable ASCII characters, no spaces. */
-export const RESOURCE_ID = /^[\x21-\x7E]{1,200}$/;
+export const RESOURCE_ID = ID_PATTERN;
 
 export type RequestWithPrincipal = { principal?: Principal };
 

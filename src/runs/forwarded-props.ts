@@ -1,5 +1,5 @@
-import Ajv from 'ajv';
 import { DomainError, ErrorDetail } from '../common/errors';
+import { isJsonSchemaObject } from '../common/json-schema';
 
 /** Settings a client may pass for the model; clamped to the configured ceilings, never trusted as they are. */
 export type ModelSettings = {
@@ -37,7 +37,6 @@ const KNOWN = new Set([
   'modelSettings',
   'structuredOutput',
 ]);
-const ajv = new Ajv({ strict: false });
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -114,7 +113,7 @@ export function parseForwardedProps(
   let structuredOutput: RunOptions['structuredOutput'];
   if (p.structuredOutput !== undefined) {
     const so = object(p.structuredOutput, 'forwardedProps.structuredOutput');
-    if (!isObject(so.schema) || ajv.validateSchema(so.schema) !== true) {
+    if (!isJsonSchemaObject(so.schema)) {
       problems.push({
         path: 'forwardedProps.structuredOutput.schema',
         message: 'must be a JSON Schema object',

@@ -15,6 +15,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { JsonSchemaObject, MessageContent } from './validators';
+import { ID_MESSAGE, ID_PATTERN } from '../../common/ids';
 
 export const MESSAGE_ROLES = [
   'user',
@@ -28,9 +29,7 @@ export const MESSAGE_ROLES = [
 export type MessageRole = (typeof MESSAGE_ROLES)[number];
 
 /** Ids name threads, runs, messages and tool calls in URLs and logs: printable, no spaces. */
-const ID = /^[\x21-\x7E]{1,200}$/;
-const ID_MESSAGE = '$property must be 1-200 printable ASCII characters without spaces';
-const ID_PROPERTY = { pattern: ID.source, minLength: 1, maxLength: 200 };
+const ID_PROPERTY = { pattern: ID_PATTERN.source, minLength: 1, maxLength: 200 };
 
 /** The OpenAPI schema of a field that holds any JSON value. */
 export const ANY_JSON_VALUE = {
@@ -63,7 +62,7 @@ export class FunctionCallDto {
 export class ToolCallDto {
   @ApiProperty(ID_PROPERTY)
   @IsString()
-  @Matches(ID, { message: ID_MESSAGE })
+  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   id: string;
 
   @ApiProperty({ enum: ['function'] })
@@ -81,7 +80,7 @@ export class ToolCallDto {
 export class MessageDto {
   @ApiProperty(ID_PROPERTY)
   @IsString()
-  @Matches(ID, { message: ID_MESSAGE })
+  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   id: string;
 
   @ApiProperty({ enum: MESSAGE_ROLES, enumName: 'MessageRole' })
@@ -117,7 +116,7 @@ export class MessageDto {
   @ApiPropertyOptional({ ...ID_PROPERTY, description: 'Required on `tool` messages: the call it answers' })
   @ValidateIf((m: MessageDto) => m.role === 'tool')
   @IsString()
-  @Matches(ID, { message: ID_MESSAGE })
+  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   toolCallId?: string;
 
   @ApiPropertyOptional({ description: 'On `tool` messages: the tool failed' })
@@ -183,7 +182,7 @@ export class RunAgentInputDto {
     example: 'thread-1',
   })
   @IsString()
-  @Matches(ID, { message: ID_MESSAGE })
+  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   threadId: string;
 
   @ApiProperty({
@@ -192,13 +191,13 @@ export class RunAgentInputDto {
     example: 'run-1',
   })
   @IsString()
-  @Matches(ID, { message: ID_MESSAGE })
+  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   runId: string;
 
   @ApiPropertyOptional(ID_PROPERTY)
   @IsOptional()
   @IsString()
-  @Matches(ID, { message: ID_MESSAGE })
+  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   parentRunId?: string;
 
   @ApiPropertyOptional()

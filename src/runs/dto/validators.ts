@@ -1,4 +1,4 @@
-import Ajv from 'ajv';
+import { isJsonSchemaObject } from '../../common/json-schema';
 import { ValidationArguments, ValidatorConstraint, ValidatorConstraintInterface } from 'class-validator';
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
@@ -63,15 +63,11 @@ export class MessageContent implements ValidatorConstraintInterface {
   }
 }
 
-const ajv = new Ajv({ strict: false });
-
 /** A tool's `parameters`: a valid JSON Schema describing an object. */
 @ValidatorConstraint({ name: 'jsonSchemaObject' })
 export class JsonSchemaObject implements ValidatorConstraintInterface {
   validate(schema: unknown): boolean {
-    if (!isPlainObject(schema)) return false;
-    if (schema.type !== undefined && schema.type !== 'object') return false;
-    return ajv.validateSchema(schema) === true;
+    return isJsonSchemaObject(schema) && (schema.type === undefined || schema.type === 'object');
   }
 
   defaultMessage(): string {

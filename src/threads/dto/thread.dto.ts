@@ -2,9 +2,8 @@ import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from 
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { ANY_JSON_VALUE, MessageDto } from '../../runs/dto/run-agent-input.dto';
+import { ID_MESSAGE, ID_PATTERN } from '../../common/ids';
 
-const ID = /^[\x21-\x7E]{1,200}$/;
-const ID_MESSAGE = '$property must be 1-200 printable ASCII characters without spaces';
 const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const RESOURCE_ID_QUERY = {
   description:
@@ -14,14 +13,14 @@ const METADATA = { type: 'object', additionalProperties: true } as const;
 
 export class CreateThreadDto {
   @ApiPropertyOptional({
-    pattern: ID.source,
+    pattern: ID_PATTERN.source,
     maxLength: 200,
     description:
       'The thread id; generated when absent. The same id again by the same owner returns the thread (200)',
   })
   @IsOptional()
   @IsString()
-  @Matches(ID, { message: ID_MESSAGE })
+  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   id?: string;
 
   @ApiPropertyOptional({ maxLength: 500 })
