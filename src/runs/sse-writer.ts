@@ -34,7 +34,6 @@ export class SseWriter {
     reply.hijack();
     this.raw = reply.raw;
     this.raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...SSE_HEADERS });
-    this.raw.flushHeaders();
     this.heartbeat = setInterval(() => this.ping(heartbeatMs), Math.max(5, Math.floor(heartbeatMs / 2)));
     this.heartbeat.unref();
     const subscription = events$.subscribe({
@@ -69,7 +68,7 @@ export class SseWriter {
     } else {
       this.pending.push(event.type === 'TEXT_MESSAGE_CONTENT' ? { ...event } : event);
     }
-    // The first event (RUN_STARTED) goes out at once, before the engine does any work.
+    // The first event (RUN_STARTED) goes out at once, with the headers in the same write, before any engine work.
     if (this.seq === 0) return this.flush();
     if (!this.flushScheduled && !this.waitingForDrain) {
       this.flushScheduled = true;
