@@ -14,12 +14,6 @@ export type ClaimRun = {
   leaseMs: number;
   /** Title for a thread that has none (from the first user message), unless the model will be asked. */
   title?: string;
-};
-
-export type LoadRun = {
-  threadId: string;
-  runId: string;
-  resourceId: string;
   incoming: StoredMessage[];
   lastMessages: number;
   /** Store none of the incoming messages (memoryOptions.readOnly). */
@@ -38,9 +32,9 @@ const ACTIVE = `status IN ('running', 'waiting_for_tool')`;
 
 /**
  * A conversation on the server: a run's writes, each one statement (one round trip, atomic).
- * Before the stream: the owner's thread (created on the first run) and the run with its lease: what
- * can be refused is refused there. After RUN_STARTED: the history the model sees, and the incoming
- * messages not stored yet. Before the terminal event: the run's end and the messages it produced.
+ * Before the stream: the owner's thread (created on the first run), the run with its lease, the
+ * incoming messages not stored yet, and the history the model sees: what can be refused is refused
+ * there. Before the terminal event: the run's end and the messages it produced.
  */
 @Injectable()
 export class ConversationStore {
@@ -51,76 +45,73 @@ export class ConversationStore {
   ) {}
 
   /**
-   * Creates the owner's thread or touches it (another owner's thread is a 404, as if missing), then
-   * records the run: RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease has lapsed.
+   * Claims the run, in one statement (one round trip, one commit): the owner's thread is created or
+   * touched (another owner's thread is a 404, as if missing), the run is recorded with its lease
+   * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed), and the incoming
+   * messages the thread does not store yet are appended (unless read-only). Returns what the model
+   * sees: the stored history (its last `lastMessages`) followed by those new messages.
    */
-  async claim(run: ClaimRun): Promise<void> {
+  async claim(run: ClaimRun): Promise<StoredMessage[]> {
     try {
-      await this.claimOnce(run);
+      return await this.claimOnce(run);
     } catch (err) {
       // A run whose instance died holds the thread until its lease lapses: end it, then try once more.
       if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
       if (!(await this.runs.reapLapsed(run.threadId)).length) throw err;
-      await this.claimOnce(run);
+      return this.claimOnce(run);
     }
   }
 
-  /** One statement: the thread upsert (only the owner's thread matches) and the run insert. */
-  private async claimOnce(run: ClaimRun): Promise<void> {
-    let rows: unknown[];
+  private async claimOnce(run: ClaimRun): Promise<StoredMessage[]> {
+    let rows: Array<{ kind: 'r' | 'h' | 's'; body: StoredMessage | string | null }>;
     try {
       rows = await this.db.query(
         `WITH thread AS (
            INSERT INTO threads (id, resource_id, agent_id, title) VALUES ($1, $2, $3, $4)
            ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title)
              WHERE threads.resource_id = EXCLUDED.resource_id
-           RETURNING id)
-         INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
-         SELECT $5, id, $2, $3, 'running', now() + $6 * interval '1 millisecond' FROM thread
-         RETURNING id`,
-        [run.threadId, run.resourceId, run.agentId, run.title ?? null, run.runId, run.leaseMs],
+           RETURNING id),
+         run AS (
+           INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
+           SELECT $5, id, $2, $3, 'running', now() + $6 * interval '1 millisecond' FROM thread
+           RETURNING id),
+         stored AS (
+           SELECT m.id FROM messages m WHERE m.thread_id IN (SELECT id FROM thread) AND m.id = ANY($7::text[])),
+         history AS (
+           SELECT m.body, m.position FROM messages m WHERE m.thread_id IN (SELECT id FROM thread)
+            ORDER BY m.position DESC LIMIT $8),
+         base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id = $1),
+         fresh AS (
+           SELECT x.m, row_number() OVER (ORDER BY x.ord) AS n
+             FROM jsonb_array_elements($9::jsonb) WITH ORDINALITY AS x(m, ord)
+            WHERE NOT EXISTS (SELECT 1 FROM stored s WHERE s.id = x.m->>'id')),
+         appended AS (
+           INSERT INTO messages (thread_id, id, position, role, body, run_id)
+           SELECT $1, f.m->>'id', base.last + f.n, f.m->>'role', f.m, $5 FROM fresh f, base
+            WHERE NOT $10::boolean AND EXISTS (SELECT 1 FROM run)
+           ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
+         SELECT 'r' AS kind, NULL::jsonb AS body, NULL::bigint AS position FROM run
+         UNION ALL SELECT 'h', body, position FROM history
+         UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
+         ORDER BY kind, position`,
+        [
+          run.threadId,
+          run.resourceId,
+          run.agentId,
+          run.title ?? null,
+          run.runId,
+          run.leaseMs,
+          run.incoming.map((m) => m.id),
+          run.lastMessages,
+          JSON.stringify(run.incoming),
+          run.readOnly,
+        ],
       );
     } catch (err) {
       throw this.runs.conflict(err, run.runId, run.threadId);
     }
-    if (!rows.length) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
-  }
-
-  /**
-   * Returns what the model sees: the stored history (its last `lastMessages`) followed by the
-   * incoming messages the thread does not store yet, which are appended in order (unless read-only).
-   */
-  async load(run: LoadRun): Promise<StoredMessage[]> {
-    const rows: Array<{ kind: 'h' | 's'; body: StoredMessage | string }> = await this.db.query(
-      `WITH owned AS (SELECT id FROM threads WHERE id = $1 AND resource_id = $2),
-       stored AS (
-         SELECT m.id FROM messages m WHERE m.thread_id IN (SELECT id FROM owned) AND m.id = ANY($3::text[])),
-       history AS (
-         SELECT m.body, m.position FROM messages m WHERE m.thread_id IN (SELECT id FROM owned)
-          ORDER BY m.position DESC LIMIT $4),
-       base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id IN (SELECT id FROM owned)),
-       fresh AS (
-         SELECT x.m, row_number() OVER (ORDER BY x.ord) AS n
-           FROM jsonb_array_elements($5::jsonb) WITH ORDINALITY AS x(m, ord)
-          WHERE NOT EXISTS (SELECT 1 FROM stored s WHERE s.id = x.m->>'id')),
-       appended AS (
-         INSERT INTO messages (thread_id, id, position, role, body, run_id)
-         SELECT $1, f.m->>'id', base.last + f.n, f.m->>'role', f.m, $6 FROM fresh f, base
-          WHERE NOT $7::boolean AND EXISTS (SELECT 1 FROM owned)
-         ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
-       SELECT 'h' AS kind, body, position FROM history
-       UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
-       ORDER BY kind, position`,
-      [
-        run.threadId,
-        run.resourceId,
-        run.incoming.map((m) => m.id),
-        run.lastMessages,
-        JSON.stringify(run.incoming),
-        run.runId,
-        run.readOnly,
-      ],
-    );
+    if (!rows.some((r) => r.kind === 'r'))
+      throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
     const history = rows.filter((r) => r.kind === 'h').map((r) => r.body as StoredMessage);
     const stored = new Set(rows.filter((r) => r.kind === 's').map((r) => r.body as string));
     return [...history, ...run.incoming.filter((m) => !stored.has(m.id))];

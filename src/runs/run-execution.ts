@@ -28,6 +28,8 @@ export type PreparedRun = {
   agent: RegisteredAgent;
   /** The run input's messages, in the stored shape. */
   incoming: StoredMessage[];
+  /** What the model sees: stored history, then the new incoming messages (set when the run is claimed). */
+  history: StoredMessage[];
   context: ModelMessage[];
   frontendTools: Record<string, Tool<any, any, any, any, any, any, any>>;
   maxSteps: number;
@@ -136,16 +138,7 @@ export class RunExecution implements RunToolContext {
         modelSettings: this.run.modelSettings,
       };
       const agent = this.run.agent.agent;
-      const { input, principal } = this.run;
-      const history = await this.deps.conversations.load({
-        threadId: input.threadId,
-        runId: input.runId,
-        resourceId: principal.resourceId,
-        incoming: this.run.incoming,
-        lastMessages: this.run.lastMessages,
-        readOnly: this.run.readOnly,
-      });
-      const messages = aguiToModelMessages(history) as any;
+      const messages = aguiToModelMessages(this.run.history) as any;
       const output = this.run.structuredOutput
         ? await agent.stream(messages, {
             ...options,

@@ -109,13 +109,16 @@ export class RunsService {
     };
     try {
       const prepared = this.prepare(input, principal);
-      await this.conversations.claim({
+      prepared.history = await this.conversations.claim({
         threadId: input.threadId,
         runId: input.runId,
         resourceId: principal.resourceId,
         agentId: prepared.agent.definition.id,
         leaseMs: this.leases.leaseMs,
         title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(prepared.incoming),
+        incoming: prepared.incoming,
+        lastMessages: prepared.lastMessages,
+        readOnly: prepared.readOnly,
       });
       return new Observable<AguiEvent>((subscriber) => {
         const teardown = this.execute(prepared, subscriber);
@@ -195,6 +198,7 @@ export class RunsService {
       principal,
       agent,
       incoming: input.messages.map((m) => toStored(m as unknown as Record<string, unknown>)),
+      history: [],
       context: contextToModelMessages(input.context),
       frontendTools: this.frontendTools(agent, input.tools),
       maxSteps: options.maxSteps ?? defaults?.maxSteps ?? limits.maxSteps,
