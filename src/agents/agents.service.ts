@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Agent } from '@mastra/core/agent';
+import { noopLogger } from '@mastra/core/logger';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
@@ -42,6 +43,9 @@ export class AgentsService {
         model: resolveModel(modelId, config.model),
         tools: Object.fromEntries((definition.tools ?? []).map((tool) => [tool.id, reportingTool(tool)])),
       });
+      // Mastra's own console logger would print provider errors with stacks beside our JSON logs;
+      // the run reports them (RUN_ERROR, the runs table, a warn line with the run's fields).
+      agent.__setLogger(noopLogger);
       const serverToolNames = new Set((definition.tools ?? []).map((tool) => tool.id));
       this.agents.set(definition.id, { definition, agent, modelId, serverToolNames });
     }

@@ -1,5 +1,5 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { ApiExcludeEndpoint, ApiTags } from '@nestjs/swagger';
+import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
   HealthCheck,
@@ -28,6 +28,7 @@ export class OpsController {
 
   /** The process is up. */
   @Get('health/live')
+  @ApiOperation({ summary: 'Liveness: the process is up' })
   @HealthCheck()
   live() {
     return this.health.check([]);
@@ -35,6 +36,7 @@ export class OpsController {
 
   /** Ready for traffic: database reachable, migrations applied, not shutting down. */
   @Get('health/ready')
+  @ApiOperation({ summary: 'Readiness: database reachable, migrations applied, not draining' })
   @HealthCheck()
   ready() {
     return this.health.check([

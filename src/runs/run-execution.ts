@@ -259,6 +259,7 @@ export class RunExecution implements RunToolContext {
       case 'finished':
         return { end: { status: 'finished' }, terminal: undefined, result: outcome.result };
       case 'error':
+        this.deps.log.warn(`run ${this.run.input.runId}: the model failed: ${outcome.message}`);
         return failed(
           outcome.structuredOutput ? 'STRUCTURED_OUTPUT_INVALID' : 'MODEL_ERROR',
           outcome.message,
