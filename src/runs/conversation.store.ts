@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { DomainError } from '../common/errors';
 import { StoredMessage } from '../threads/message-format';
 import { ThreadsRepository } from '../threads/threads.repository';
-import { RunEnd, RunsRepository } from './runs.repository';
+import { ACTIVE, RunEnd, RunsRepository } from './runs.repository';
 
 export type ClaimRun = {
   threadId: string;
@@ -27,8 +27,6 @@ export type EndRun = {
   end: RunEnd;
   produced: StoredMessage[];
 };
-
-const ACTIVE = `status IN ('running', 'waiting_for_tool')`;
 
 /**
  * A conversation on the server: a run's writes, each one statement (one round trip, atomic).

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository } from 'typeorm';
+import { Repository } from 'typeorm';
 import { DomainError } from '../common/errors';
 import { isUniqueViolation } from '../threads/threads.repository';
 import { Run, RunStatus } from './run.entity';
@@ -11,7 +11,8 @@ export type RunEnd = {
   message?: string;
 };
 
-const ACTIVE = `status IN ('running', 'waiting_for_tool')`;
+/** The SQL condition for a run still in progress. */
+export const ACTIVE = `status IN ('running', 'waiting_for_tool')`;
 
 /** Runs, scoped by their owner's resourceId wherever a client names one. */
 @Injectable()
@@ -27,22 +28,6 @@ export class RunsRepository {
       return new DomainError('THREAD_BUSY', `Thread '${threadId}' has a run in progress`);
     }
     return err;
-  }
-
-  /** Records how a run ended; only a run still active is changed. Its unanswered tool calls close with it. */
-  async finish(
-    id: string,
-    resourceId: string,
-    end: RunEnd,
-    manager: EntityManager = this.runs.manager,
-  ): Promise<void> {
-    await manager.query(
-      `WITH ended AS (
-         UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now()
-          WHERE id = $1 AND resource_id = $2 AND ${ACTIVE} RETURNING id)
-       UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'`,
-      [id, resourceId, end.status, end.code ?? null, end.message ?? null],
-    );
   }
 
   findOne(id: string, resourceId: string): Promise<Run | null> {
@@ -68,8 +53,8 @@ export class RunsRepository {
    * Ends active runs whose lease lapsed (their instance died) as `error` INTERRUPTED, which frees
    * their threads; only those of one thread when `threadId` is given. Returns the ids ended.
    */
-  async reapLapsed(threadId?: string, manager: EntityManager = this.runs.manager): Promise<string[]> {
-    const rows: Array<{ id: string }> = await manager.query(
+  async reapLapsed(threadId?: string): Promise<string[]> {
+    const rows: Array<{ id: string }> = await this.runs.query(
       `WITH lapsed AS (
          UPDATE runs SET status = 'error', error_code = 'INTERRUPTED',
                 error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager, QueryFailedError } from 'typeorm';
+import { DataSource, QueryFailedError } from 'typeorm';
 import { StoredMessage } from './message-format';
 
 export type ThreadRow = {
@@ -37,17 +37,14 @@ export class ThreadsRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   /** Creates the thread; returns undefined when the id exists already (whoever holds it). */
-  async insert(
-    thread: {
-      id: string;
-      resourceId: string;
-      agentId?: string;
-      title?: string;
-      metadata?: Record<string, unknown>;
-    },
-    manager: EntityManager = this.db.manager,
-  ): Promise<ThreadRow | undefined> {
-    const rows: ThreadRow[] = await manager.query(
+  async insert(thread: {
+    id: string;
+    resourceId: string;
+    agentId?: string;
+    title?: string;
+    metadata?: Record<string, unknown>;
+  }): Promise<ThreadRow | undefined> {
+    const rows: ThreadRow[] = await this.db.query(
       `INSERT INTO threads (id, resource_id, agent_id, title, metadata) VALUES ($1, $2, $3, $4, $5::jsonb)
        ON CONFLICT (id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
       [
@@ -61,12 +58,8 @@ export class ThreadsRepository {
     return rows[0];
   }
 
-  async find(
-    id: string,
-    resourceId: string,
-    manager: EntityManager = this.db.manager,
-  ): Promise<ThreadRow | undefined> {
-    const rows: ThreadRow[] = await manager.query(
+  async find(id: string, resourceId: string): Promise<ThreadRow | undefined> {
+    const rows: ThreadRow[] = await this.db.query(
       `SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1 AND resource_id = $2`,
       [id, resourceId],
     );
@@ -78,21 +71,6 @@ export class ThreadsRepository {
     const rows: ThreadRow[] = await this.db.query(`SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1`, [
       id,
     ]);
-    return rows[0];
-  }
-
-  /** Whether any owner holds this id (to tell a conflict from a fresh id, revealing nothing else). */
-  async exists(id: string): Promise<boolean> {
-    const rows: unknown[] = await this.db.query('SELECT 1 FROM threads WHERE id = $1', [id]);
-    return rows.length > 0;
-  }
-
-  /** Locks the owner's thread for the rest of the transaction; undefined when it is not theirs. */
-  async lock(id: string, resourceId: string, manager: EntityManager): Promise<ThreadRow | undefined> {
-    const rows: ThreadRow[] = await manager.query(
-      `SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1 AND resource_id = $2 FOR UPDATE`,
-      [id, resourceId],
-    );
     return rows[0];
   }
 
@@ -156,9 +134,8 @@ export class ThreadsRepository {
     threadId: string,
     resourceId: string,
     opts: { limit: number; before?: string },
-    manager: EntityManager = this.db.manager,
   ): Promise<MessageRow[]> {
-    const rows: MessageRow[] = await manager.query(
+    const rows: MessageRow[] = await this.db.query(
       `SELECT m.id, m.position::text AS position, m.body, m.created_at AS "createdAt"
          FROM messages m JOIN threads t ON t.id = m.thread_id
         WHERE m.thread_id = $1 AND t.resource_id = $2 AND ($4::bigint IS NULL OR m.position < $4::bigint)
@@ -188,60 +165,11 @@ export class ThreadsRepository {
     return rows[0]?.id;
   }
 
-  /** Which of these message ids the thread stores already. */
-  async storedIds(
-    threadId: string,
-    resourceId: string,
-    ids: string[],
-    manager: EntityManager,
-  ): Promise<Set<string>> {
-    if (!ids.length) return new Set();
-    const rows: Array<{ id: string }> = await manager.query(
-      `SELECT m.id FROM messages m JOIN threads t ON t.id = m.thread_id
-        WHERE m.thread_id = $1 AND t.resource_id = $2 AND m.id = ANY($3::text[])`,
-      [threadId, resourceId, ids],
-    );
-    return new Set(rows.map((r) => r.id));
-  }
-
-  /** Appends messages after the thread's last one, in order; ids already stored are skipped. */
-  async append(
-    threadId: string,
-    resourceId: string,
-    runId: string,
-    messages: StoredMessage[],
-    manager: EntityManager,
-  ): Promise<void> {
-    if (!messages.length) return;
-    await manager.query(
-      `INSERT INTO messages (thread_id, id, position, role, body, run_id)
-       SELECT $1, m->>'id', base.last + x.ord, m->>'role', m, $3
-         FROM jsonb_array_elements($4::jsonb) WITH ORDINALITY AS x(m, ord),
-              (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id = $1) AS base
-        WHERE EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2)
-       ON CONFLICT (thread_id, id) DO NOTHING`,
-      [threadId, resourceId, runId, JSON.stringify(messages)],
-    );
-  }
-
   /** Titles the owner's thread, unless it got a title meanwhile. */
   async setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
     await this.db.query(
       `UPDATE threads SET title = $3 WHERE id = $1 AND resource_id = $2 AND title IS NULL`,
       [threadId, resourceId, title],
-    );
-  }
-
-  /** Marks the thread as changed now, and gives it a title when it has none. */
-  async touch(
-    threadId: string,
-    resourceId: string,
-    title: string | undefined,
-    manager: EntityManager,
-  ): Promise<void> {
-    await manager.query(
-      `UPDATE threads SET updated_at = now(), title = COALESCE(title, $3) WHERE id = $1 AND resource_id = $2`,
-      [threadId, resourceId, title ?? null],
     );
   }
 }
