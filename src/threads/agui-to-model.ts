@@ -1,4 +1,4 @@
-import { StoredMessage } from './message-format';
+import { StoredMessage, textOf } from './message-format';
 
 /** AI SDK model messages, as Mastra's `agent.stream()` takes them. */
 type TextPart = { type: 'text'; text: string };
@@ -42,17 +42,6 @@ function toUserPart(part: ContentPart): TextPart | ImagePart | FilePart | undefi
   return { type: 'file', data, mediaType };
 }
 
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    return (content as ContentPart[])
-      .filter((p) => p.type === 'text')
-      .map((p) => (p as { text: string }).text)
-      .join('\n');
-  }
-  return '';
-}
-
 function parseArgs(text: string): unknown {
   try {
     const value = JSON.parse(text);
@@ -64,7 +53,7 @@ function parseArgs(text: string): unknown {
 
 function toolOutput(m: StoredMessage): ToolResultOutput {
   if (m.error) return { type: 'error-text', value: m.error };
-  const text = contentText(m.content);
+  const text = textOf(m.content);
   try {
     return { type: 'json', value: JSON.parse(text) };
   } catch {
@@ -84,7 +73,7 @@ export function aguiToModelMessages(messages: StoredMessage[]): ModelMessage[] {
     switch (m.role) {
       case 'system':
       case 'developer':
-        out.push({ role: 'system', content: contentText(m.content) });
+        out.push({ role: 'system', content: textOf(m.content) });
         break;
       case 'user':
         if (typeof m.content === 'string') out.push({ role: 'user', content: m.content });
