@@ -235,6 +235,7 @@ describe('a real provider: an OpenAI-compatible server over HTTP', () => {
       if (last.role === 'tool')
         return { text: ['The answer is ', JSON.parse(last.content).result.toString()] };
       if (text.includes('fail')) return { status: 500, error: 'upstream exploded' };
+      if (text.includes('hang')) return { hang: 'Thinking' };
       if (text.includes('compute'))
         return { toolCalls: [{ id: 'call_1', name: 'calculate', arguments: '{"expression":"6*7"}' }] };
       return { text: ['Hello', ' from', ' the', ' provider'] };
@@ -248,6 +249,24 @@ describe('a real provider: an OpenAI-compatible server over HTTP', () => {
   afterAll(async () => {
     await t.close();
     await server.close();
+  });
+
+  it("aborts the provider's request when the client disconnects", async () => {
+    const input = runInput('please hang');
+    const controller = new AbortController();
+    const res = await postRun(t.runUrl, input, { signal: controller.signal });
+    const reader = res.body!.getReader();
+    let seen = '';
+    while (!seen.includes('TEXT_MESSAGE_CONTENT'))
+      seen += new TextDecoder().decode((await reader.read()).value);
+    expect(server.closedEarly()).toBe(0);
+    controller.abort();
+    await eventually(() => Promise.resolve(server.closedEarly() === 1 ? true : undefined));
+    const status = await eventually(async () => {
+      const rows = await db((c) => c.query('SELECT status FROM runs WHERE id = $1', [input.runId]));
+      return rows.rows[0]?.status === 'running' ? undefined : rows.rows[0]?.status;
+    });
+    expect(status).toBe('cancelled');
   });
 
   it('streams text from the provider', async () => {

@@ -10,6 +10,7 @@ import { loadOverrides } from './agent-overrides';
 import { agentDefinitions } from './index';
 import { reportingTool } from './tools/run-tools';
 import { resolveModel } from './model-factory';
+import { abortableModel } from './abortable-model';
 
 export type RegisteredAgent = {
   definition: AgentDefinition;
@@ -40,12 +41,13 @@ export class AgentsService {
         name: definition.name,
         description: definition.description,
         instructions: override?.instructions ?? definition.instructions,
-        model: resolveModel(modelId, config.model),
+        model: abortableModel(resolveModel(modelId, config.model)),
         tools: Object.fromEntries((definition.tools ?? []).map((tool) => [tool.id, reportingTool(tool)])),
       });
       // Mastra's own console logger would print provider errors with stacks beside our JSON logs;
-      // the run reports them (RUN_ERROR, the runs table, a warn line with the run's fields).
-      agent.__setLogger(noopLogger);
+      // the run reports them (RUN_ERROR, the runs table, a warn line with the run's fields). As a
+      // primitive, the silent logger also reaches the LLM wrapper Mastra builds for every call.
+      agent.__registerPrimitives({ logger: noopLogger });
       const serverToolNames = new Set((definition.tools ?? []).map((tool) => tool.id));
       this.agents.set(definition.id, { definition, agent, modelId, serverToolNames });
     }

@@ -14,7 +14,11 @@ import type {
  * setup run offline. Mastra drives it exactly like a remote model.
  */
 type Part = LanguageModelV3StreamPart;
-/** `delayMs` 0 delivers everything at once; 'tick' yields a macrotask between deltas, as a network does. */
+/**
+ * `delayMs` 0 delivers everything at once; 'tick' puts each delta in a later event-loop iteration (a
+ * timer), as a network does: what the run does at the end of an iteration (flushing the deltas that
+ * arrived in it) happens between two deltas.
+ */
 type Script = { parts: Part[]; delayMs: number | 'tick' };
 
 const USAGE: LanguageModelV3Usage = {
@@ -201,7 +205,7 @@ function toStream(script: Script, signal: AbortSignal | undefined): ReadableStre
   return new ReadableStream<Part>({
     async pull(controller) {
       if (i > 0 && parts[i]?.type === 'text-delta') {
-        if (script.delayMs === 'tick') await new Promise((resolve) => setImmediate(resolve));
+        if (script.delayMs === 'tick') await new Promise((resolve) => setTimeout(resolve, 0));
         else await abortableDelay(script.delayMs, signal);
       }
       if (signal?.aborted) return controller.error(signal.reason);

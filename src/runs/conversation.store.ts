@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/errors';
+import { queryPrepared } from '../database/prepared';
 import { StoredMessage } from '../threads/message-format';
 import { ThreadsRepository } from '../threads/threads.repository';
 import { ACTIVE, RunEnd, RunsRepository } from './runs.repository';
@@ -63,7 +64,9 @@ export class ConversationStore {
   private async claimOnce(run: ClaimRun): Promise<StoredMessage[]> {
     let rows: Array<{ kind: 'r' | 'h' | 's'; body: StoredMessage | string | null }>;
     try {
-      rows = await this.db.query(
+      rows = await queryPrepared(
+        this.db,
+        'io-bridge.claim-run',
         `WITH thread AS (
            INSERT INTO threads (id, resource_id, agent_id, title) VALUES ($1, $2, $3, $4)
            ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title)
@@ -124,7 +127,9 @@ export class ConversationStore {
    * deleted meanwhile. Unanswered tool calls close with the run.
    */
   async endRun(run: EndRun): Promise<void> {
-    await this.db.query(
+    await queryPrepared(
+      this.db,
+      'io-bridge.end-run',
       `WITH ended AS (
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now()
           WHERE id = $1 AND resource_id = $2 AND ${ACTIVE} RETURNING id),

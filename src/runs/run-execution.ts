@@ -84,6 +84,9 @@ export class RunExecution implements RunToolContext {
   private readonly reported = new Set<string>();
   private readonly lifecycle: RunLifecycle;
   private readonly collector = new MessageCollector();
+  /** Text deltas not yet handed to the guard (see bufferText). */
+  private text = '';
+  private textFlushScheduled = false;
   private untrack: () => void = () => undefined;
   private release: () => void = () => undefined;
 
@@ -108,6 +111,11 @@ export class RunExecution implements RunToolContext {
     return this.lifecycle.ended;
   }
 
+  /** Reaches the provider call through the agent's model (see abortable-model.ts), not `agent.stream()`. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
   /** Emits RUN_STARTED; the engine starts with `drive()`. */
   start(): void {
     this.lifecycle.start();
@@ -130,7 +138,6 @@ export class RunExecution implements RunToolContext {
       requestContext.set('forwardedProps', this.run.input.forwardedProps ?? {});
       requestContext.set(RUN_CONTEXT_KEY, this);
       const options = {
-        abortSignal: signal,
         maxSteps: this.run.maxSteps,
         context: this.run.context as any,
         toolsets: { frontend: this.run.frontendTools },
@@ -152,6 +159,11 @@ export class RunExecution implements RunToolContext {
         while (!outcome) {
           const { done, value } = await reader.read();
           if (done) break;
+          if (value.type === 'text-delta') {
+            this.bufferText(value.payload?.text);
+            continue;
+          }
+          this.flushText();
           // Only a frontend tool call waits (for its registration); every other chunk is handled in turn.
           if (value.type === 'tool-call' && this.run.frontendTools[value.payload?.toolName] !== undefined) {
             await this.registerFrontendCall(value.payload.toolCallId, value.payload.toolName);
@@ -167,6 +179,7 @@ export class RunExecution implements RunToolContext {
     } finally {
       this.untrack();
     }
+    this.flushText();
     const ending = this.ending(outcome, failure);
     try {
       await this.end(ending);
@@ -181,6 +194,28 @@ export class RunExecution implements RunToolContext {
   private async registerFrontendCall(toolCallId: string, toolName: string): Promise<void> {
     await this.deps.toolCalls.register(this.run.input.runId, toolCallId, toolName);
     this.frontendCalls.add(toolCallId);
+  }
+
+  /**
+   * Text deltas that arrive in the same event-loop turn go through the translator and the guard as
+   * one delta: the engine hands over a chunk per token, often thousands within one turn, and this
+   * keeps the per-chunk work of the run to a string concatenation. Anything else first flushes them.
+   */
+  private bufferText(text: unknown): void {
+    if (typeof text !== 'string' || !text) return;
+    this.text += text;
+    if (!this.textFlushScheduled) {
+      this.textFlushScheduled = true;
+      setImmediate(() => this.flushText());
+    }
+  }
+
+  private flushText(): void {
+    this.textFlushScheduled = false;
+    if (!this.text) return;
+    const text = this.text;
+    this.text = '';
+    this.handle({ type: 'text-delta', payload: { text } });
   }
 
   private handle(chunk: MastraChunk): Outcome | undefined {
@@ -209,6 +244,7 @@ export class RunExecution implements RunToolContext {
   }
 
   reportResult(toolCallId: string, content: unknown): void {
+    this.flushText();
     this.reported.add(toolCallId);
     if (this.lifecycle.toolCallEnded(toolCallId)) {
       this.lifecycle.push({ type: 'TOOL_CALL_RESULT', toolCallId, content });

@@ -7,9 +7,10 @@ export type ChatRequest = {
   [k: string]: unknown;
 };
 
-/** What the fake server answers: text deltas, tool calls, or an HTTP error. */
+/** What the fake server answers: text deltas, tool calls, an HTTP error, or text that never ends. */
 export type Reply =
   | { text: string[] }
+  | { hang: string }
   | { toolCalls: Array<{ id: string; name: string; arguments: string }> }
   | { status: number; error: string };
 
@@ -19,8 +20,10 @@ export type Reply =
  */
 export async function startOpenAiServer(
   answer: (req: ChatRequest) => Reply,
-): Promise<{ url: string; requests: ChatRequest[]; close: () => Promise<void> }> {
+): Promise<{ url: string; requests: ChatRequest[]; closedEarly: () => number; close: () => Promise<void> }> {
   const requests: ChatRequest[] = [];
+  /** Responses whose connection closed before the server ended them: the caller gave up. */
+  let closedEarly = 0;
   const read = (req: IncomingMessage) =>
     new Promise<string>((resolve) => {
       let body = '';
@@ -44,6 +47,11 @@ export async function startOpenAiServer(
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const chunk = (delta: object, finish: string | null = null) =>
         `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: request.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      if ('hang' in reply) {
+        res.write(chunk({ role: 'assistant', content: reply.hang }));
+        res.on('close', () => closedEarly++);
+        return;
+      }
       if ('text' in reply) {
         reply.text.forEach((t, i) =>
           res.write(chunk(i === 0 ? { role: 'assistant', content: t } : { content: t })),
@@ -74,6 +82,10 @@ export async function startOpenAiServer(
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    closedEarly: () => closedEarly,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
   };
 }

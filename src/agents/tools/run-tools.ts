@@ -9,6 +9,8 @@ export const RUN_CONTEXT_KEY = 'io-bridge.run';
 
 /** What a tool's `execute` can do with its run: report its result the moment it exists, wait for a frontend. */
 export interface RunToolContext {
+  /** Aborted when the run stops (client gone, cancel, timeout, shutdown). */
+  readonly signal: AbortSignal;
   reportResult(toolCallId: string, content: unknown): void;
   waitForFrontendResult(toolCallId: string): Promise<ToolResult>;
 }
