@@ -9,6 +9,7 @@
 import 'reflect-metadata';
 import { benchThreads, formatThreadsBench } from './threads-bench';
 import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
+import { WarmConnections } from './lean-client';
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -41,13 +42,15 @@ const TARGET_STARTED_P99_MS = 100;
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'text/event-stream' };
 
-const runBody = (text: string, threadId = `bench-${randomUUID()}`) =>
+/** A RunAgentInput; `owner` (forwardedProps.resourceId) lets concurrent runs come from different users, as they do. */
+const runBody = (text: string, threadId = `bench-${randomUUID()}`, owner?: string) =>
   JSON.stringify({
     threadId,
     runId: randomUUID(),
     messages: [{ id: randomUUID(), role: 'user', content: text }],
     tools: [],
     context: [],
+    ...(owner ? { forwardedProps: { resourceId: owner } } : {}),
   });
 
 /** Parses SSE frames (`id: n\ndata: json\n\n`, `: ping` comments) as they arrive, counting events and delta text. */
@@ -106,8 +109,8 @@ async function fetchRun(url: string, text: string): Promise<StreamSample> {
 type LatencySample = { started: number; firstDelta: number };
 
 /** One run on its own connection (no agent, so no pool limit), timing its first events from the send. */
-function timedRun(url: URL, text: string): Promise<LatencySample> {
-  const body = runBody(text);
+function timedRun(url: URL, text: string, owner?: string): Promise<LatencySample> {
+  const body = runBody(text, undefined, owner);
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     let started = NaN;
@@ -283,7 +286,9 @@ async function latencyRounds(runUrl: string): Promise<LatencySample[]> {
   for (let round = 0; round <= CONCURRENT_ROUNDS; round++) {
     collect();
     const samples = await Promise.all(
-      Array.from({ length: CONCURRENT_RUNS }, () => timedRun(url, `/bench ${CONCURRENT_DELTAS}`)),
+      Array.from({ length: CONCURRENT_RUNS }, (_, i) =>
+        timedRun(url, `/bench ${CONCURRENT_DELTAS}`, `bench-user-${i}`),
+      ),
     );
     if (round > 0) all.push(...samples);
     await sleep(100);
@@ -339,8 +344,8 @@ function spawnClient(args: string[]) {
 }
 
 /** The same rounds from a client in its own process: what a remote client sees, without sharing the event loop. */
-async function latencyFromChild(runUrl: string): Promise<LatencySample[]> {
-  const client = spawnClient(['latency', runUrl]);
+async function latencyFromChild(runUrl: string, warm: boolean): Promise<LatencySample[]> {
+  const client = spawnClient([warm ? 'latency-warm' : 'latency', runUrl]);
   const message = await client.next();
   await client.finished();
   if (message.type !== 'latency') throw new Error(`latency client: ${JSON.stringify(message)}`);
@@ -420,11 +425,31 @@ async function memory(app: NestFastifyApplication, runUrl: string): Promise<Memo
   };
 }
 
-/** Child process, latency: the same rounds as in-process, samples sent back. */
-async function latencyClient(runUrl: string): Promise<void> {
-  const samples = await latencyRounds(runUrl);
+/** Child process, latency: the same rounds as in-process (or over warm connections), samples sent back. */
+async function latencyClient(runUrl: string, warm: boolean): Promise<void> {
+  const samples = warm ? await warmLatencyRounds(runUrl) : await latencyRounds(runUrl);
   process.send?.({ type: 'latency', samples } satisfies ClientMessage);
   process.disconnect();
+}
+
+/** The rounds of `latencyRounds` from the lean client: connections opened before, bodies built before. */
+async function warmLatencyRounds(runUrl: string): Promise<LatencySample[]> {
+  const connections = await WarmConnections.open(runUrl, CONCURRENT_RUNS);
+  const all: LatencySample[] = [];
+  try {
+    for (let round = 0; round <= CONCURRENT_ROUNDS; round++) {
+      const bodies = Array.from({ length: CONCURRENT_RUNS }, (_, i) =>
+        runBody(`/bench ${CONCURRENT_DELTAS}`, undefined, `bench-user-${i}`),
+      );
+      collect();
+      const samples = await connections.round(bodies);
+      if (round > 0) all.push(...samples);
+      await sleep(100);
+    }
+  } finally {
+    connections.close();
+  }
+  return all;
 }
 
 /** Child process, memory: opens the runs, reports, aborts them when told. */
@@ -504,24 +529,27 @@ function printThroughput([service, engine, bare]: Throughput[]): void {
   );
 }
 
-function printLatency(remote: Latency, inProcess: Latency): void {
+type Latencies = { warm: Latency; fresh: Latency; inProcess: Latency };
+
+function printLatency({ warm, fresh, inProcess }: Latencies): void {
   console.log('');
   console.log(
-    `4. ${CONCURRENT_RUNS} concurrent runs of ${CONCURRENT_DELTAS} deltas, ${CONCURRENT_ROUNDS} rounds (${remote.n} runs) after 1 warm-up: ms from send`,
+    `4. ${CONCURRENT_RUNS} concurrent runs of ${CONCURRENT_DELTAS} deltas, ${CONCURRENT_ROUNDS} rounds (${warm.n} runs) after 1 warm-up: ms from send`,
   );
   console.log(
-    `${'client'.padEnd(24)}${'RUN_STARTED p50'.padStart(17)}${'p99'.padStart(9)}${'first delta p50'.padStart(17)}${'p99'.padStart(9)}`,
+    `${'client'.padEnd(40)}${'RUN_STARTED p50'.padStart(17)}${'p99'.padStart(9)}${'first delta p50'.padStart(17)}${'p99'.padStart(9)}`,
   );
   for (const [name, l] of [
-    ['child process', remote],
-    ['in-process', inProcess],
+    ['child, warm connections (lean client)', warm],
+    ['child, new connection each (node:http)', fresh],
+    ['in-process, new connection each', inProcess],
   ] as const) {
     console.log(
-      `${name.padEnd(24)}${fmt(l.startedP50, 1).padStart(17)}${fmt(l.startedP99, 1).padStart(9)}${fmt(l.firstDeltaP50, 1).padStart(17)}${fmt(l.firstDeltaP99, 1).padStart(9)}`,
+      `${name.padEnd(40)}${fmt(l.startedP50, 1).padStart(17)}${fmt(l.startedP99, 1).padStart(9)}${fmt(l.firstDeltaP50, 1).padStart(17)}${fmt(l.firstDeltaP99, 1).padStart(9)}`,
     );
   }
   console.log(
-    `RUN_STARTED p99 target < ${TARGET_STARTED_P99_MS} ms (child process client): ${remote.startedP99 < TARGET_STARTED_P99_MS ? 'met' : 'MISSED'}`,
+    `RUN_STARTED p99 target < ${TARGET_STARTED_P99_MS} ms (child, warm connections): ${warm.startedP99 < TARGET_STARTED_P99_MS ? 'met' : 'MISSED'}`,
   );
 }
 
@@ -586,12 +614,16 @@ async function main(): Promise<void> {
         { name: 'ceiling (bare Fastify, write/event)', run: () => fetchRun(ceiling.url, '') },
       ]);
     }
-    let latency: { remote: Latency; inProcess: Latency } | undefined;
+    let latency: Latencies | undefined;
     if (only.has('latency')) {
-      progress(`latency: ${CONCURRENT_RUNS} concurrent runs, client in a child process`);
-      const remote = latencyOf(await latencyFromChild(runUrl));
+      progress(`latency: ${CONCURRENT_RUNS} concurrent runs, client in a child process, warm connections`);
+      const warm = latencyOf(await latencyFromChild(runUrl, true));
+      progress(
+        `latency: ${CONCURRENT_RUNS} concurrent runs, client in a child process, a new connection each`,
+      );
+      const fresh = latencyOf(await latencyFromChild(runUrl, false));
       progress(`latency: ${CONCURRENT_RUNS} concurrent runs, client in-process`);
-      latency = { remote, inProcess: latencyOf(await latencyRounds(runUrl)) };
+      latency = { warm, fresh, inProcess: latencyOf(await latencyRounds(runUrl)) };
     }
 
     let tools: string | undefined;
@@ -619,7 +651,7 @@ async function main(): Promise<void> {
 
     console.log(`io-bridge bench, node ${process.version}`);
     if (subjects) printThroughput(subjects);
-    if (latency) printLatency(latency.remote, latency.inProcess);
+    if (latency) printLatency(latency);
     if (mem) printMemory(mem);
     if (tools) console.log(`\n${tools}`);
     if (threads) console.log(threads);
@@ -636,7 +668,7 @@ async function main(): Promise<void> {
 }
 
 function client([mode, ...args]: string[]): Promise<void> {
-  if (mode === 'latency') return latencyClient(args[0]);
+  if (mode === 'latency' || mode === 'latency-warm') return latencyClient(args[0], mode === 'latency-warm');
   if (mode === 'memory') return memoryClient(args[0], Number(args[1]), args[2]);
   return Promise.reject(new Error(`unknown client mode '${mode}'`));
 }

@@ -3,7 +3,7 @@ import { LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import helmet from '@fastify/helmet';
+import helmet from 'helmet';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { Metrics } from './ops/metrics.service';
@@ -44,7 +44,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   });
   app.useLogger(app.get(PinoNestLogger));
   app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
-  await app.register(helmet, {
+  // Helmet's middleware, built once: @fastify/helmet rebuilt it (parsing the CSP) on every request.
+  const securityHeaders = helmet({
     // Swagger UI needs its inline styles and data: images; everything else stays same-origin.
     contentSecurityPolicy: {
       directives: {
@@ -59,8 +60,12 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       },
     },
   });
-  // Only listed origins may call from a browser; none when CORS_ORIGINS is empty.
-  app.enableCors({ origin: config.corsOrigins.length ? config.corsOrigins : false, maxAge: 600 });
+  adapter.getInstance().addHook('onRequest', (request, reply, done) => {
+    securityHeaders(request.raw, reply.raw, (err?: unknown) => done(err instanceof Error ? err : undefined));
+  });
+  // Only listed origins may call from a browser; with CORS_ORIGINS empty no CORS headers at all (and
+  // no per-request CORS work), which browsers treat as "same origin only".
+  if (config.corsOrigins.length) app.enableCors({ origin: config.corsOrigins, maxAge: 600 });
   const metrics = app.get(Metrics);
   app
     .getHttpAdapter()

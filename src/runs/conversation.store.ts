@@ -77,9 +77,10 @@ export class ConversationStore {
            SELECT $5, id, $2, $3, 'running', now() + $6 * interval '1 millisecond' FROM thread
            RETURNING id),
          stored AS (
-           SELECT m.id FROM messages m WHERE m.thread_id IN (SELECT id FROM thread) AND m.id = ANY($7::text[])),
+           SELECT m.id FROM messages m
+            WHERE m.thread_id = $1 AND m.id = ANY($7::text[]) AND EXISTS (SELECT 1 FROM thread)),
          history AS (
-           SELECT m.body, m.position FROM messages m WHERE m.thread_id IN (SELECT id FROM thread)
+           SELECT m.body, m.position FROM messages m WHERE m.thread_id = $1 AND EXISTS (SELECT 1 FROM thread)
             ORDER BY m.position DESC LIMIT $8),
          base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id = $1),
          fresh AS (

@@ -24,9 +24,10 @@ import { ToolCallsRepository } from './tool-calls.repository';
 
 /**
  * Runs queued functions in order, one per event-loop turn, and not while `busy()` says requests are
- * being admitted (at most `maxWaitMs` of such deferral in a row, so nothing starves).
+ * being admitted. Once they have waited `maxWaitMs` for that, they run one per turn even while
+ * requests keep coming, until the queue is empty or admission pauses: nothing starves.
  */
-class TurnQueue {
+export class TurnQueue {
   private readonly queue: Array<() => void> = [];
   private scheduled = false;
   private deferredSince = 0;
@@ -49,15 +50,19 @@ class TurnQueue {
   }
 
   private runOne(): void {
-    const now = Date.now();
-    if (this.busy() && (this.deferredSince === 0 || now - this.deferredSince < this.maxWaitMs)) {
+    if (!this.busy()) {
+      this.deferredSince = 0;
+    } else {
+      const now = Date.now();
       if (this.deferredSince === 0) this.deferredSince = now;
-      setTimeout(() => this.runOne(), 1);
-      return;
+      if (now - this.deferredSince < this.maxWaitMs) {
+        setTimeout(() => this.runOne(), 1);
+        return;
+      }
     }
-    this.deferredSince = 0;
     this.scheduled = false;
     this.queue.shift()!();
+    if (!this.queue.length) this.deferredSince = 0;
     this.schedule();
   }
 }
