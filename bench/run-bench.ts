@@ -24,6 +24,9 @@ import { createApp, logLevels } from '../src/app.factory';
 import { loadConfig } from '../src/config/config';
 import { resolveDatabase } from '../src/database/resolve-database';
 import { SSE_HEADERS } from '../src/runs/sse-writer';
+import { ConversationStore } from '../src/runs/conversation.store';
+import { toStored } from '../src/threads/message-format';
+import type { AppConfig } from '../src/config/config';
 
 const DELTAS = 5000;
 const WARMUP = 5;
@@ -197,6 +200,54 @@ async function startCeiling(): Promise<{ url: string; close: () => Promise<void>
     reply.raw.writeHead(200, SSE_HEADERS);
     for (const frame of frames) reply.raw.write(frame);
     reply.raw.end();
+  });
+  await server.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = server.server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/run`, close: () => server.close() };
+}
+
+/**
+ * The floor for start latency on this machine: a bare Fastify route that does the run's one claim
+ * statement (the same ConversationStore call as the service, on the same pool) and then writes
+ * RUN_STARTED, with no Nest, validation, auth, logging or engine. What the service adds to it is
+ * its own per-request cost; what it shows by itself is the cost of a durable claim before the stream.
+ */
+async function startAdmissionFloor(
+  store: ConversationStore,
+  config: AppConfig,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = fastify();
+  server.post('/run', async (req, reply) => {
+    const input = req.body as {
+      threadId: string;
+      runId: string;
+      messages: Array<Record<string, unknown>>;
+      forwardedProps?: { resourceId?: string };
+    };
+    const resourceId = input.forwardedProps?.resourceId ?? 'anonymous';
+    await store.claim({
+      threadId: input.threadId,
+      runId: input.runId,
+      resourceId,
+      agentId: 'assistant',
+      leaseMs: config.runLeaseMs,
+      title: 'bench',
+      incoming: input.messages.map((m) => toStored(m)),
+      lastMessages: config.lastMessages,
+      readOnly: false,
+    });
+    reply.hijack();
+    reply.raw.writeHead(200, SSE_HEADERS);
+    const frame = (id: number, event: object) => `id: ${id}\ndata: ${JSON.stringify(event)}\n\n`;
+    const base = { threadId: input.threadId, runId: input.runId };
+    reply.raw.write(frame(1, { type: 'RUN_STARTED', timestamp: Date.now(), ...base }));
+    setImmediate(() => {
+      reply.raw.end(
+        frame(2, { type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId: 'm', delta: 'x ' }) +
+          frame(3, { type: 'RUN_FINISHED', timestamp: Date.now(), ...base }),
+      );
+      void store.endRun({ ...base, resourceId, end: { status: 'finished' }, produced: [] });
+    });
   });
   await server.listen({ port: 0, host: '127.0.0.1' });
   const { port } = server.server.address() as AddressInfo;
@@ -472,8 +523,9 @@ async function memoryClient(runUrl: string, count: number, threadPrefix: string)
       send({ type: 'failed', error });
       throw new Error(error);
     }
+    // TEXT_MESSAGE_START comes from the model's stream: the run's engine is running, not queued.
     const sse = new SseReader((type) => {
-      if (type === 'RUN_STARTED' && ++started === count)
+      if (type === 'TEXT_MESSAGE_START' && ++started === count)
         send({ type: 'started', ms: performance.now() - t0 });
     });
     const decoder = new TextDecoder();
@@ -529,9 +581,9 @@ function printThroughput([service, engine, bare]: Throughput[]): void {
   );
 }
 
-type Latencies = { warm: Latency; fresh: Latency; inProcess: Latency };
+type Latencies = { warm: Latency; fresh: Latency; inProcess: Latency; floor: Latency };
 
-function printLatency({ warm, fresh, inProcess }: Latencies): void {
+function printLatency({ warm, fresh, inProcess, floor }: Latencies): void {
   console.log('');
   console.log(
     `4. ${CONCURRENT_RUNS} concurrent runs of ${CONCURRENT_DELTAS} deltas, ${CONCURRENT_ROUNDS} rounds (${warm.n} runs) after 1 warm-up: ms from send`,
@@ -543,6 +595,7 @@ function printLatency({ warm, fresh, inProcess }: Latencies): void {
     ['child, warm connections (lean client)', warm],
     ['child, new connection each (node:http)', fresh],
     ['in-process, new connection each', inProcess],
+    ['floor: bare Fastify + the claim (warm)', floor],
   ] as const) {
     console.log(
       `${name.padEnd(40)}${fmt(l.startedP50, 1).padStart(17)}${fmt(l.startedP99, 1).padStart(9)}${fmt(l.firstDeltaP50, 1).padStart(17)}${fmt(l.firstDeltaP99, 1).padStart(9)}`,
@@ -557,7 +610,7 @@ function printMemory(mem: Memory): void {
   const perThousand = (from: number, to: number) => fmt(mb(((to - from) / OPEN_RUNS) * 1000), 1);
   console.log('');
   console.log(`5. ${OPEN_RUNS} open runs ('${SLOW_PROMPT}', client in a child process)`);
-  console.log(`all RUN_STARTED after  ${fmt(mem.openMs)} ms`);
+  console.log(`every engine running (TEXT_MESSAGE_START received) after ${fmt(mem.openMs)} ms`);
   console.log(
     `server rss             ${fmt(mb(mem.rssBefore), 1)} -> ${fmt(mb(mem.rssOpen), 1)} MB: ${perThousand(mem.rssBefore, mem.rssOpen)} MB per 1000 open runs`,
   );
@@ -623,7 +676,14 @@ async function main(): Promise<void> {
       );
       const fresh = latencyOf(await latencyFromChild(runUrl, false));
       progress(`latency: ${CONCURRENT_RUNS} concurrent runs, client in-process`);
-      latency = { warm, fresh, inProcess: latencyOf(await latencyRounds(runUrl)) };
+      const inProcess = latencyOf(await latencyRounds(runUrl));
+      progress(`latency: the floor, a bare Fastify route doing the same claim, warm connections`);
+      const floorServer = await startAdmissionFloor(app.get(ConversationStore), config);
+      try {
+        latency = { warm, fresh, inProcess, floor: latencyOf(await latencyFromChild(floorServer.url, true)) };
+      } finally {
+        await floorServer.close();
+      }
     }
 
     let tools: string | undefined;
