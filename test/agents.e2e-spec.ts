@@ -1,16 +1,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { db, eventually, startApp, TestApp } from './support/app';
+import { db, endedRunRow, eventually, startApp, TestApp } from './support/app';
 import { startOpenAiServer } from './support/openai-server';
-import { postRun, runInput, runToFrames, types, uid } from './support/sse';
+import { postRun, postRunUntilText, runInput, runToFrames, shownText, types, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
-
-const answer = (frames: Array<{ event: Record<string, any> }>) =>
-  frames
-    .filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT')
-    .map((f) => f.event.delta)
-    .join('');
 
 describe('agents and forwardedProps', () => {
   let t: TestApp;
@@ -45,7 +39,7 @@ describe('agents and forwardedProps', () => {
     const input = runInput('/context', { forwardedProps: { agentId: 'calculator' } });
     const { frames } = await runToFrames(t.runUrl, input);
     assertStreamRules(frames, input);
-    expect(answer(frames)).toContain('You only do arithmetic.');
+    expect(shownText(frames)).toContain('You only do arithmetic.');
     const row = await db((c) => c.query('SELECT agent_id FROM runs WHERE id = $1', [input.runId]));
     expect(row.rows[0].agent_id).toBe('calculator');
   });
@@ -53,7 +47,7 @@ describe('agents and forwardedProps', () => {
   it('passes run-input context entries to the model', async () => {
     const input = runInput('/context', { context: [{ description: 'User locale', value: 'fr-FR' }] });
     const { frames } = await runToFrames(t.runUrl, input);
-    expect(answer(frames)).toContain('Context provided by the application:\n- User locale: fr-FR');
+    expect(shownText(frames)).toContain('Context provided by the application:\n- User locale: fr-FR');
   });
 
   it('validates modelSettings, clamps them to the ceilings, and they reach the model', async () => {
@@ -63,7 +57,7 @@ describe('agents and forwardedProps', () => {
       },
     });
     const { frames } = await runToFrames(t.runUrl, input);
-    expect(JSON.parse(answer(frames))).toEqual({
+    expect(JSON.parse(shownText(frames))).toEqual({
       maxOutputTokens: 16384,
       temperature: 2,
       topP: 0.5,
@@ -73,7 +67,7 @@ describe('agents and forwardedProps', () => {
       t.runUrl,
       runInput('/settings', { forwardedProps: { agentId: 'calculator' } }),
     );
-    expect(JSON.parse(answer(defaults.frames))).toEqual({ temperature: 0 });
+    expect(JSON.parse(shownText(defaults.frames))).toEqual({ temperature: 0 });
     for (const modelSettings of [{ temperature: 'hot' }, { maxTokens: 1.5 }, 'x']) {
       const res = await postRun(t.runUrl, runInput('/settings', { forwardedProps: { modelSettings } }));
       expect(res.status).toBe(400);
@@ -94,7 +88,7 @@ describe('agents and forwardedProps', () => {
       ...runInput('/history', { forwardedProps: { memoryOptions: { lastMessages: 2 } } }),
       threadId,
     });
-    expect(answer(trimmed.frames).split('\n')).toEqual([
+    expect(shownText(trimmed.frames).split('\n')).toEqual([
       'user: c',
       'assistant: You said: c',
       'user: /history',
@@ -106,14 +100,14 @@ describe('agents and forwardedProps', () => {
       threadId,
     });
     // One stored message (the last answer) and the new one; Mastra puts a "." user turn before an assistant-first history.
-    const seen = answer(ioAssist.frames).split('\n');
+    const seen = shownText(ioAssist.frames).split('\n');
     expect(seen.filter((l) => l.startsWith('assistant: '))).toHaveLength(1);
     expect(seen.filter((l) => l.startsWith('user: ') && l !== 'user: .')).toEqual(['user: /history']);
     const none = await runToFrames(t.runUrl, {
       ...runInput('/history', { forwardedProps: { memoryOptions: { lastMessages: 0 } } }),
       threadId,
     });
-    expect(answer(none.frames)).toBe('user: /history');
+    expect(shownText(none.frames)).toBe('user: /history');
   });
 
   it('memoryOptions.readOnly reads the history but stores nothing of the run', async () => {
@@ -126,7 +120,7 @@ describe('agents and forwardedProps', () => {
       ...runInput('/history', { forwardedProps: { memoryOptions: { readOnly: true } } }),
       threadId,
     });
-    expect(answer(frames)).toBe('user: first\nassistant: You said: first\nuser: /history');
+    expect(shownText(frames)).toBe('user: first\nassistant: You said: first\nuser: /history');
     const after = await db((c) =>
       c.query('SELECT count(*)::int AS n FROM messages WHERE thread_id = $1', [threadId]),
     );
@@ -155,7 +149,7 @@ describe('agents and forwardedProps', () => {
       const input = runInput('/json {"city":"Lyon"}', { forwardedProps: { structuredOutput: { schema } } });
       const { frames } = await runToFrames(t.runUrl, input);
       assertStreamRules(frames, input);
-      expect(answer(frames)).toBe('{"city":"Lyon"}');
+      expect(shownText(frames)).toBe('{"city":"Lyon"}');
       expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_FINISHED', result: { city: 'Lyon' } });
     });
 
@@ -209,9 +203,9 @@ describe('operator overrides of an agent', () => {
         t.runUrl,
         runInput('/context', { forwardedProps: { agentId: 'calculator' } }),
       );
-      expect(answer(calc.frames)).toBe('From the file.');
+      expect(shownText(calc.frames)).toBe('From the file.');
       const assistant = await runToFrames(t.runUrl, runInput('/context'));
-      expect(answer(assistant.frames)).toBe('From the environment.');
+      expect(shownText(assistant.frames)).toBe('From the environment.');
     } finally {
       await t.close();
     }
@@ -253,27 +247,18 @@ describe('a real provider: an OpenAI-compatible server over HTTP', () => {
 
   it("aborts the provider's request when the client disconnects", async () => {
     const input = runInput('please hang');
-    const controller = new AbortController();
-    const res = await postRun(t.runUrl, input, { signal: controller.signal });
-    const reader = res.body!.getReader();
-    let seen = '';
-    while (!seen.includes('TEXT_MESSAGE_CONTENT'))
-      seen += new TextDecoder().decode((await reader.read()).value);
+    const client = await postRunUntilText(t.runUrl, input);
     expect(server.closedEarly()).toBe(0);
-    controller.abort();
+    client.abort();
     await eventually(() => Promise.resolve(server.closedEarly() === 1 ? true : undefined));
-    const status = await eventually(async () => {
-      const rows = await db((c) => c.query('SELECT status FROM runs WHERE id = $1', [input.runId]));
-      return rows.rows[0]?.status === 'running' ? undefined : rows.rows[0]?.status;
-    });
-    expect(status).toBe('cancelled');
+    expect((await endedRunRow(input.runId))?.status).toBe('cancelled');
   });
 
   it('streams text from the provider', async () => {
     const input = runInput('hi', { forwardedProps: { modelSettings: { temperature: 0.3, maxTokens: 50 } } });
     const { frames } = await runToFrames(t.runUrl, input);
     assertStreamRules(frames, input);
-    expect(answer(frames)).toBe('Hello from the provider');
+    expect(shownText(frames)).toBe('Hello from the provider');
     const request = server.requests.at(-1)!;
     expect(request).toMatchObject({ model: 'test-model', temperature: 0.3, max_tokens: 50 });
     expect(request.messages.at(-1)).toEqual({ role: 'user', content: 'hi' });
@@ -292,7 +277,7 @@ describe('a real provider: an OpenAI-compatible server over HTTP', () => {
       .map((f) => f.event.delta)
       .join('');
     expect(JSON.parse(args)).toEqual({ expression: '6*7' });
-    expect(answer(frames)).toBe('The answer is 42');
+    expect(shownText(frames)).toBe('The answer is 42');
   });
 
   it('turns a provider error into RUN_ERROR MODEL_ERROR', async () => {

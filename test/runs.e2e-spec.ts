@@ -1,19 +1,16 @@
 import { HttpAgent } from '@ag-ui/client';
 import { assertStreamRules } from './support/stream-rules';
-import { db, eventually, startApp, TestApp } from './support/app';
-import { parseFrames, postRun, runInput, runToFrames, types, uid } from './support/sse';
-
-const runStatus = (runId: string) =>
-  db((c) =>
-    c
-      .query<{
-        status: string;
-        error_code: string | null;
-        error_message: string | null;
-        finished_at: Date | null;
-      }>('SELECT status, error_code, error_message, finished_at FROM runs WHERE id = $1', [runId])
-      .then((r) => r.rows[0]),
-  );
+import { endedRunRow, runRow, startApp, TestApp } from './support/app';
+import {
+  parseFrames,
+  postRun,
+  postRunUntilText,
+  runInput,
+  runToFrames,
+  shownText,
+  types,
+  uid,
+} from './support/sse';
 
 describe('POST /io-bridge/run', () => {
   let t: TestApp;
@@ -39,7 +36,7 @@ describe('POST /io-bridge/run', () => {
     expect(deltas.length).toBeGreaterThan(1);
     expect(deltas.join('')).toBe('You said: hi');
     expect(kinds.filter((k) => k === 'TEXT_MESSAGE_START')).toHaveLength(1);
-    expect(await runStatus(input.runId)).toMatchObject({ status: 'finished', error_code: null });
+    expect(await runRow(input.runId)).toMatchObject({ status: 'finished', error_code: null });
   });
 
   it('is accepted by the official @ag-ui/client, which rebuilds the assistant message', async () => {
@@ -65,7 +62,7 @@ describe('POST /io-bridge/run', () => {
     expect(kinds.indexOf('TEXT_MESSAGE_CONTENT')).toBeLessThan(kinds.indexOf('TEXT_MESSAGE_END'));
     expect(kinds.indexOf('TEXT_MESSAGE_END')).toBeLessThan(kinds.indexOf('RUN_ERROR'));
     expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'MODEL_ERROR', message: 'boom' });
-    expect(await runStatus(input.runId)).toMatchObject({ status: 'error', error_code: 'MODEL_ERROR' });
+    expect(await runRow(input.runId)).toMatchObject({ status: 'error', error_code: 'MODEL_ERROR' });
   });
 
   it('streams reasoning before the answer and closes it', async () => {
@@ -87,23 +84,13 @@ describe('POST /io-bridge/run', () => {
   it('answers /json with exactly that JSON text', async () => {
     const input = runInput('/json {"a":[1,2]}');
     const { frames } = await runToFrames(t.runUrl, input);
-    const text = frames.filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT').map((f) => f.event.delta);
-    expect(text.join('')).toBe('{"a":[1,2]}');
+    expect(shownText(frames)).toBe('{"a":[1,2]}');
   });
 
   it('records a run whose client disconnects mid-stream as cancelled', async () => {
     const input = runInput('/slow 200 one two three four five six seven eight nine ten');
-    const controller = new AbortController();
-    const res = await postRun(t.runUrl, input, { signal: controller.signal });
-    const reader = res.body!.getReader();
-    let seen = '';
-    while (!seen.includes('TEXT_MESSAGE_CONTENT'))
-      seen += new TextDecoder().decode((await reader.read()).value);
-    controller.abort();
-    const row = await eventually(async () => {
-      const r = await runStatus(input.runId);
-      return r?.status === 'running' ? undefined : r;
-    });
+    (await postRunUntilText(t.runUrl, input)).abort();
+    const row = await endedRunRow(input.runId);
     expect(row).toMatchObject({ status: 'cancelled', error_code: 'CANCELLED' });
     expect(row.finished_at).toBeInstanceOf(Date);
   });

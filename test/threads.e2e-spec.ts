@@ -1,5 +1,5 @@
 import { db, startApp, TestApp } from './support/app';
-import { openRun, postRun, runInput, types, uid } from './support/sse';
+import { openRun, postRun, runInput, shownText, types, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 const GET_CITY = {
@@ -333,10 +333,7 @@ describe('threads and messages', () => {
         headers: { 'x-resource-id': 'alice' },
       });
       const frames = await live.done;
-      const shown = frames
-        .filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT')
-        .map((f) => f.event.delta)
-        .join('');
+      const shown = shownText(frames);
       const stored = (await messagesOf(threadId)).messages;
       expect(stored[1]).toEqual({
         id: stored[1].id,

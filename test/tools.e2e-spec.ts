@@ -1,6 +1,6 @@
 import { HttpAgent } from '@ag-ui/client';
 import { db, eventually, startApp, TestApp } from './support/app';
-import { openRun, runInput, runToFrames, types, uid } from './support/sse';
+import { openRun, runInput, runToFrames, shownText, types, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 const GET_CITY = {
@@ -55,8 +55,7 @@ describe('tools in the run', () => {
     const result = frames.find((f) => f.event.type === 'TOOL_CALL_RESULT')!.event;
     expect(result.role).toBe('tool');
     expect(JSON.parse(result.content)).toEqual({ expression: '2+3*4', result: 14 });
-    const text = frames.filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT').map((f) => f.event.delta);
-    expect(text.join('')).toBe('Tool calculate returned {"expression":"2+3*4","result":14}');
+    expect(shownText(frames)).toBe('Tool calculate returned {"expression":"2+3*4","result":14}');
     expect(kinds.filter((k) => k === 'STEP_STARTED')).toHaveLength(2);
   });
 
@@ -112,8 +111,7 @@ describe('tools in the run', () => {
     assertStreamRules(frames, input);
     const result = frames.find((f) => f.event.type === 'TOOL_CALL_RESULT')!.event;
     expect(result).toMatchObject({ toolCallId: end.toolCallId, content: '{"city":"Lyon"}', role: 'tool' });
-    const text = frames.filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT').map((f) => f.event.delta);
-    expect(text.join('')).toBe('Tool get_city returned {"city":"Lyon"}');
+    expect(shownText(frames)).toBe('Tool get_city returned {"city":"Lyon"}');
     expect(types(frames).filter((k) => k === 'RUN_STARTED')).toHaveLength(1);
     const after = await (await getRun(t, input.runId)).json();
     expect(after).toMatchObject({ status: 'finished', pendingToolCalls: [] });
@@ -165,11 +163,7 @@ describe('tools in the run', () => {
       .filter((f) => f.event.type === 'TOOL_CALL_START')
       .map((f) => f.event.parentMessageId);
     expect(new Set(starts1).size).toBe(1);
-    const text = frames
-      .filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT')
-      .map((f) => f.event.delta)
-      .join('');
-    expect(text).toMatch(
+    expect(shownText(frames)).toMatch(
       /^Tool current_time returned \{.*"timeZone":"UTC".*\}\nTool get_city returned "Lyon"$/,
     );
   });

@@ -45,3 +45,25 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, timeout
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+export type RunRow = {
+  status: string;
+  error_code: string | null;
+  error_message: string | null;
+  finished_at: Date | null;
+};
+
+/** A run's row in `runs`, undefined when there is none. */
+export const runRow = (runId: string) =>
+  db((c) =>
+    c
+      .query<RunRow>('SELECT status, error_code, error_message, finished_at FROM runs WHERE id = $1', [runId])
+      .then((r) => r.rows[0] as RunRow | undefined),
+  );
+
+/** A run's row once it is no longer running (for ends recorded after the client went away). */
+export const endedRunRow = (runId: string) =>
+  eventually(async () => {
+    const row = await runRow(runId);
+    return row?.status === 'running' ? undefined : row;
+  });

@@ -59,6 +59,24 @@ export async function runToFrames(
 
 export const types = (frames: Frame[]) => frames.map((f) => f.event.type as string);
 
+/** The text the run showed: its TEXT_MESSAGE_CONTENT deltas, joined. */
+export const shownText = (frames: Frame[]) =>
+  frames
+    .filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT')
+    .map((f) => f.event.delta as string)
+    .join('');
+
+/** Posts a run and reads it until its first TEXT_MESSAGE_CONTENT; aborting the controller disconnects the client. */
+export async function postRunUntilText(url: string, body: unknown): Promise<AbortController> {
+  const controller = new AbortController();
+  const res = await postRun(url, body, { signal: controller.signal });
+  const reader = res.body!.getReader();
+  let seen = '';
+  while (!seen.includes('TEXT_MESSAGE_CONTENT'))
+    seen += new TextDecoder().decode((await reader.read()).value);
+  return controller;
+}
+
 /** A run read as it streams: wait for a given event, then act (post a tool result, cancel, disconnect). */
 export type LiveRun = {
   frames: Frame[];
