@@ -18,7 +18,8 @@ const PING = ': ping\n\n';
  * Events that arrive in the same event-loop turn are written together in one socket write, and
  * consecutive TEXT_MESSAGE_CONTENT deltas of one message among them are merged into one event: the
  * client sees the same text with fewer frames. This is what keeps the transport from being the
- * bottleneck (Nest's built-in `@Sse` pays a promise per event).
+ * bottleneck (Nest's built-in `@Sse` pays a promise per event). The run already hands over one delta
+ * per turn (RunExecution.bufferText); what this merges is the delta a text's end flushes early.
  */
 export class SseWriter {
   private seq = 0;
