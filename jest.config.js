@@ -1,11 +1,28 @@
 /** Two projects: fast unit specs beside the code, e2e specs against real Postgres and HTTP. */
+const ts = require('typescript');
+
+/**
+ * SWC compiles the tests with the class-field semantics `nest build` gives the shipped program: read
+ * from tsconfig.build.json, where a target of ES2022 or later makes class fields own properties.
+ */
+function buildOptions() {
+  const file = ts.readConfigFile(require.resolve('./tsconfig.build.json'), ts.sys.readFile);
+  return ts.parseJsonConfigFileContent(file.config, ts.sys, __dirname).options;
+}
+const build = buildOptions();
+const useDefineForClassFields =
+  build.useDefineForClassFields ?? (build.target ?? ts.ScriptTarget.ES5) >= ts.ScriptTarget.ES2022;
 const swc = [
   '@swc/jest',
   {
     jsc: {
       parser: { syntax: 'typescript', decorators: true },
-      transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
-      target: 'es2023',
+      transform: {
+        legacyDecorator: build.experimentalDecorators === true,
+        decoratorMetadata: build.emitDecoratorMetadata === true,
+        useDefineForClassFields,
+      },
+      target: ts.ScriptTarget[build.target].toLowerCase(),
       keepClassNames: true,
     },
     module: { type: 'commonjs' },

@@ -61,7 +61,14 @@ export class ThreadsService {
   ): Promise<{ thread: ThreadView; created: boolean }> {
     if (dto.agentId !== undefined) this.agents.get(dto.agentId);
     const id = dto.id ?? randomUUID();
-    const created = await this.threads.insert({ id, resourceId: principal.resourceId, ...dto });
+    // Named fields only: a DTO's unset fields are own `undefined` properties in the built service.
+    const created = await this.threads.insert({
+      id,
+      resourceId: principal.resourceId,
+      agentId: dto.agentId,
+      title: dto.title,
+      metadata: dto.metadata,
+    });
     if (created) return { thread: view(created), created: true };
     const existing = await this.threads.find(id, principal.resourceId);
     if (existing) return { thread: view(existing), created: false };
