@@ -9,6 +9,8 @@ import { AppModule } from './app.module';
 import { Metrics } from './ops/metrics.service';
 import { DomainErrorFilter } from './common/error.filter';
 import { DomainError, ErrorDetail } from './common/errors';
+import { SafeInputPipe } from './common/safe-input';
+import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
 
 const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
@@ -31,6 +33,10 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     // The caller's X-Request-Id when it has a sane one, otherwise a new id; echoed on the response.
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
+    // Ids are up to 200 characters; percent-encoded UTF-8 takes up to 12 bytes each.
+    maxParamLength: 2400,
+    clientErrorHandler,
+    frameworkErrors,
   });
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     if (!/^[A-Za-z0-9._:-]{1,128}$/.test(request.id)) request.id = randomUUID();
@@ -79,6 +85,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       done();
     });
   app.useGlobalPipes(
+    new SafeInputPipe(),
     new ValidationPipe({
       whitelist: true,
       transform: true,

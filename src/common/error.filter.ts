@@ -22,6 +22,11 @@ export function toDomainError(err: unknown): DomainError {
   if (fastifyCode === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return new DomainError('UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
   }
+  // A value Postgres cannot take (SQLSTATE class 22, data exception) is the request's fault, not ours.
+  const sqlState = (err as { driverError?: { code?: unknown } })?.driverError?.code;
+  if (typeof sqlState === 'string' && sqlState.startsWith('22')) {
+    return new DomainError('VALIDATION_FAILED', 'The request holds a value that cannot be stored');
+  }
   const status =
     err instanceof HttpException ? err.getStatus() : Number((err as { statusCode?: unknown })?.statusCode);
   if (Number.isInteger(status) && status >= 400 && status < 500) {

@@ -40,6 +40,7 @@ const envSchema = z.object({
   MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(4 * 1024 * 1024),
   MAX_MESSAGES: int(1, 100_000).default(1000),
   MAX_TOOLS: int(0, 1000).default(128),
+  MAX_CONTEXT: int(0, 10_000).default(128),
   MAX_STEPS: int(1, 100).default(10),
   FRONTEND_TOOL_TIMEOUT_MS: int(1, 86_400_000).default(300_000),
   RUN_LEASE_MS: int(300, 600_000).default(20_000),
@@ -82,7 +83,13 @@ export type AppConfig = {
   model: { id: string; openaiBaseUrl?: string; openaiApiKey?: string };
   defaultAgentId: string;
   heartbeatMs: number;
-  limits: { maxBodyBytes: number; maxMessages: number; maxTools: number; maxSteps: number };
+  limits: {
+    maxBodyBytes: number;
+    maxMessages: number;
+    maxTools: number;
+    maxContext: number;
+    maxSteps: number;
+  };
   frontendToolTimeoutMs: number;
   /** How long a run's lease lasts without renewal; a dead instance's runs are freed after it. */
   runLeaseMs: number;
@@ -160,6 +167,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxBodyBytes: e.MAX_BODY_BYTES,
       maxMessages: e.MAX_MESSAGES,
       maxTools: e.MAX_TOOLS,
+      maxContext: e.MAX_CONTEXT,
       maxSteps: e.MAX_STEPS,
     },
     frontendToolTimeoutMs: e.FRONTEND_TOOL_TIMEOUT_MS,

@@ -180,6 +180,11 @@ export class RunsService {
         { path: 'tools', message: `at most ${limits.maxTools} tools per run` },
       ]);
     }
+    if (input.context.length > limits.maxContext) {
+      throw new DomainError('VALIDATION_FAILED', 'Too many context entries', [
+        { path: 'context', message: `at most ${limits.maxContext} context entries per run` },
+      ]);
+    }
     const ids = new Set<string>();
     for (const [i, m] of input.messages.entries()) {
       if (ids.has(m.id)) {

@@ -107,8 +107,9 @@ export class MessageDto {
   name?: string;
 
   @ApiPropertyOptional({ type: [ToolCallDto], description: 'On `assistant` messages' })
-  @ValidateIf((m: MessageDto) => m.role === 'assistant' && m.toolCalls !== undefined)
+  @IsOptional()
   @IsArray()
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => ToolCallDto)
   toolCalls?: ToolCallDto[];
@@ -215,6 +216,7 @@ export class RunAgentInputDto {
     example: [{ id: 'msg-1', role: 'user', content: 'Hello' }],
   })
   @IsArray()
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => MessageDto)
   messages: MessageDto[];
@@ -225,6 +227,7 @@ export class RunAgentInputDto {
     example: [],
   })
   @IsArray()
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => ToolDto)
   @ArrayUnique((t: ToolDto) => t?.name, { message: 'tool names must be unique' })
@@ -236,6 +239,7 @@ export class RunAgentInputDto {
     example: [],
   })
   @IsArray()
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => ContextDto)
   context: ContextDto[];
