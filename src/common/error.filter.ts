@@ -6,7 +6,7 @@ const STATUS_CODES: Partial<Record<number, ErrorCode>> = Object.fromEntries(
   Object.entries(ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
 );
 // A bare status is mapped to its general code, never to a specific one that shares it.
-STATUS_CODES[409] = undefined;
+STATUS_CODES[409] = 'CONFLICT';
 STATUS_CODES[503] = 'SERVICE_UNAVAILABLE';
 
 /** Turns any error into a DomainError: ours as they are, Fastify's and Nest's by status, the rest INTERNAL. */
