@@ -1,0 +1,239 @@
+/**
+ * `npm run conformance -- [options] [-- jest options]`: runs the conformance kit (test/conformance) against a
+ * backend. With --base, against that backend; without, against this service as users run it: `nest build`,
+ * then `node dist/src/main.js` on a free port and a fresh database, stopped afterwards.
+ */
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const USAGE = `Usage: npm run conformance -- [options] [-- jest options]
+
+  --base URL                 the backend's route prefix, e.g. http://host:3000/io-bridge
+                             (without it: build this service, start it on a free port and a fresh database)
+  --header 'Name: value'     sent with every request; repeatable (e.g. 'Authorization: Bearer …')
+  --levels 1,2,3,4           the levels to check (also ranges: 1-3); default all
+  --agent ID                 forwardedProps.agentId of every run; default the backend's default agent
+  --prompt-text TEXT         a prompt the agent answers with text only
+  --prompt-server-tool TEXT  a prompt that makes the agent call one of its server tools
+  --prompt-frontend-tool TEXT
+                             a prompt that makes the agent call the kit's frontend tool conformance_lookup
+  --prompt-mixed TEXT        a prompt that makes it call a server tool and conformance_lookup in one step
+  --timeout MS               per check (default 30000; raise it for a real model)
+  --no-build                 without --base: use dist/ as it is
+`;
+
+const { values: args, positionals: jestArgs } = (() => {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: {
+        base: { type: 'string' },
+        header: { type: 'string', multiple: true },
+        levels: { type: 'string' },
+        agent: { type: 'string' },
+        'prompt-text': { type: 'string' },
+        'prompt-server-tool': { type: 'string' },
+        'prompt-frontend-tool': { type: 'string' },
+        'prompt-mixed': { type: 'string' },
+        timeout: { type: 'string' },
+        'no-build': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+})();
+if (args.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+
+if (args.levels !== undefined && !/^[1-4](-[1-4])?(,[1-4](-[1-4])?)*$/.test(args.levels.replace(/\s/g, ''))) {
+  process.stderr.write(`--levels '${args.levels}': give levels 1–4 as 1,2,4 or 1-3\n`);
+  process.exit(2);
+}
+
+const headers: Record<string, string> = {};
+for (const header of args.header ?? []) {
+  const colon = header.indexOf(':');
+  if (colon < 1) {
+    process.stderr.write(`--header '${header}' is not 'Name: value'\n`);
+    process.exit(2);
+  }
+  headers[header.slice(0, colon).trim()] = header.slice(colon + 1).trim();
+}
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.on('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+  });
+}
+
+/** The local Postgres (TEST_PG_URL, else 127.0.0.1:5432) when it answers, as the e2e tests choose it. */
+async function localPostgres(): Promise<string | undefined> {
+  const url = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    return url;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+const exitOf = (child: ChildProcess) =>
+  new Promise<number>((done) => child.once('exit', (code, signal) => done(code ?? (signal ? 1 : 0))));
+
+type Service = { base: string; log: string; stop: () => Promise<void> };
+
+/** This service as users run it, on a free port and a database of its own. */
+async function startService(): Promise<Service> {
+  if (!args['no-build']) {
+    const build = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
+    if (build.status !== 0) throw new Error('npm run build failed');
+  }
+  const cleanups: (() => Promise<void>)[] = [];
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    HOST: '127.0.0.1',
+    PORT: String(await freePort()),
+    IO_BRIDGE_PREFIX: '/io-bridge',
+    AUTH_MODE: 'none',
+    MODEL: 'scripted',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: undefined,
+  };
+  const server = await localPostgres();
+  if (server) {
+    const database = `iobridge_conformance_${randomBytes(4).toString('hex')}`;
+    await admin(server, `CREATE DATABASE ${database}`);
+    cleanups.push(() => admin(server, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+    const url = new URL(server);
+    url.pathname = `/${database}`;
+    env.DATABASE_URL = url.toString();
+    process.stdout.write(`conformance: database ${database} on ${url.host}\n`);
+  } else {
+    // No local server: the service starts its embedded Postgres, in a directory of its own.
+    const dir = mkdtempSync(join(tmpdir(), 'io-bridge-conformance-pg-'));
+    env.EMBEDDED_PG_DIR = dir;
+    env.EMBEDDED_PG_PORT = String(await freePort());
+    cleanups.push(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
+    process.stdout.write(`conformance: embedded Postgres in ${dir}\n`);
+  }
+  const log = join(mkdtempSync(join(tmpdir(), 'io-bridge-conformance-')), 'service.log');
+  const out = openSync(log, 'a');
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', out, out],
+  });
+  closeSync(out);
+  const exited = exitOf(child);
+  let running = true;
+  void exited.then(() => (running = false));
+  const stop = async () => {
+    if (running) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  };
+  const origin = `http://127.0.0.1:${env.PORT}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (!running) {
+      await stop();
+      throw new Error(`the service exited before it was ready:\n${readFileSync(log, 'utf8')}`);
+    }
+    const ready = await fetch(`${origin}/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`the service was not ready within 120 s:\n${readFileSync(log, 'utf8')}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  process.stdout.write(`conformance: node dist/src/main.js on ${origin} (log: ${log})\n`);
+  return { base: `${origin}/io-bridge`, log, stop };
+}
+
+const service = args.base
+  ? undefined
+  : await startService().catch((err: Error) => {
+      process.stderr.write(`conformance: ${err.message}\n`);
+      process.exit(1);
+    });
+const base = args.base ?? service!.base;
+const stopOnSignal = (signal: NodeJS.Signals) =>
+  void (service?.stop() ?? Promise.resolve()).then(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+process.once('SIGINT', stopOnSignal);
+process.once('SIGTERM', stopOnSignal);
+
+const jest = spawn(
+  process.execPath,
+  [
+    '--experimental-vm-modules',
+    join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'),
+    '--selectProjects',
+    'conformance',
+    '--runInBand',
+    // A backend that never ends a stream must not keep the kit alive after its checks time out.
+    '--forceExit',
+    ...(args.timeout ? ['--testTimeout', args.timeout] : []),
+    ...jestArgs,
+  ],
+  {
+    cwd: ROOT,
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      CONFORMANCE_BASE: base,
+      CONFORMANCE_HEADERS: JSON.stringify(headers),
+      CONFORMANCE_LEVELS: args.levels ?? '1,2,3,4',
+      CONFORMANCE_AGENT_ID: args.agent ?? '',
+      CONFORMANCE_PROMPT_TEXT: args['prompt-text'] ?? '',
+      CONFORMANCE_PROMPT_SERVER_TOOL: args['prompt-server-tool'] ?? '',
+      CONFORMANCE_PROMPT_FRONTEND_TOOL: args['prompt-frontend-tool'] ?? '',
+      CONFORMANCE_PROMPT_MIXED: args['prompt-mixed'] ?? '',
+    },
+  },
+);
+const code = await exitOf(jest);
+if (service) {
+  await service.stop();
+  // The service's log is kept only when something failed.
+  if (code !== 0) process.stderr.write(`conformance: the service's log is in ${service.log}\n`);
+  else rmSync(dirname(service.log), { recursive: true, force: true });
+}
+process.exit(code);

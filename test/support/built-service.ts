@@ -1,0 +1,90 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+/** The program users run: what `nest build` wrote, started as `node dist/src/main.js`. */
+export const MAIN = join(__dirname, '..', '..', 'dist', 'src', 'main.js');
+
+export type BuiltService = {
+  /** `http://127.0.0.1:<port>`: health, metrics and docs live here. */
+  origin: string;
+  /** The API: origin plus the route prefix. */
+  base: string;
+  /** What the process wrote to stdout and stderr so far (the latest 256 KiB). */
+  output: () => string;
+  stop: () => Promise<void>;
+};
+
+/** A port nobody listens on now: the kernel's pick for port 0, released at once. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
+
+/** Starts the built service on a free port and resolves once `/health/ready` answers 200. */
+export async function startBuiltService(
+  env: Record<string, string>,
+  readyTimeoutMs = 60_000,
+): Promise<BuiltService> {
+  if (!existsSync(MAIN))
+    throw new Error(`${MAIN} is missing: run \`npm run build\` (npm test does it first)`);
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const prefix = '/io-bridge';
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      IO_BRIDGE_PREFIX: prefix,
+      AUTH_MODE: 'none',
+      MODEL: 'scripted',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString('utf8')).slice(-256 * 1024);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  const stop = async () => {
+    if (exited(child)) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await gone;
+    clearTimeout(timer);
+  };
+
+  const deadline = Date.now() + readyTimeoutMs;
+  for (;;) {
+    if (exited(child))
+      throw new Error(
+        `the service exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${output}`,
+      );
+    const ready = await fetch(`${origin}/health/ready`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ready) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`the service was not ready within ${readyTimeoutMs} ms:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { origin, base: `${origin}${prefix}`, output: () => output, stop };
+}
