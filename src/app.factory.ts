@@ -34,7 +34,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     // Ids are up to 200 characters; percent-encoded UTF-8 takes up to 12 bytes each.
-    maxParamLength: 2400,
+    routerOptions: { maxParamLength: 2400 },
     clientErrorHandler,
     frameworkErrors,
   });

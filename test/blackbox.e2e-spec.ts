@@ -34,19 +34,7 @@ describe('the built service (node dist/src/main.js), black-box over HTTP', () =>
     });
   const client = () => clientFor({ base: service!.base });
 
-  defineConformanceSuite(
-    () => ({ base: service!.base }),
-    {},
-    {
-      onFailure,
-      // CONTRACT §2 ("tools/context default to [], a tool's description is optional"): the run DTO still
-      // requires them. Remove each entry when the input validation is fixed (the check then fails here).
-      knownDeviations: [
-        'accepts a tool declared without a description (CONTRACT §2)',
-        'accepts a body without tools and context: they default to [] (CONTRACT §2)',
-      ],
-    },
-  );
+  defineConformanceSuite(() => ({ base: service!.base }), {}, { onFailure });
 
   describe('POST /threads without an id (the 500 that every jest-compiled test missed)', () => {
     for (const payload of ['{}', '{"title":"x"}', '{"metadata":{"a":1}}'])

@@ -198,7 +198,7 @@ describe('OpenAPI document at /docs-json', () => {
       '#/components/schemas/RunAgentInputDto',
     );
     const input = doc.components.schemas.RunAgentInputDto;
-    expect(input.required).toEqual(['threadId', 'runId', 'messages', 'tools', 'context']);
+    expect(input.required).toEqual(['threadId', 'runId', 'messages']);
     expect(input.properties.messages.items.$ref).toBe('#/components/schemas/MessageDto');
     expect(Object.keys(run.responses['200'].content)).toEqual(['text/event-stream']);
     expect(run.responses['200'].content['text/event-stream'].schema.type).toBe('string');

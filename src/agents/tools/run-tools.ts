@@ -58,7 +58,7 @@ export function reportingTool(
 
 export type FrontendToolDeclaration = {
   name: string;
-  description: string;
+  description?: string;
   parameters?: Record<string, unknown>;
 };
 
@@ -68,7 +68,7 @@ const EMPTY_OBJECT_SCHEMA = { type: 'object', properties: {} };
 export function frontendTool(declaration: FrontendToolDeclaration): Tool<any, any, any, any, any, any, any> {
   return createTool({
     id: declaration.name,
-    description: declaration.description,
+    description: declaration.description ?? '',
     inputSchema: (declaration.parameters ?? EMPTY_OBJECT_SCHEMA) as any,
     execute: async (_input: unknown, ctx: any) => {
       const { run, toolCallId } = runOf(ctx);

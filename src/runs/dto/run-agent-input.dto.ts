@@ -148,10 +148,11 @@ export class ToolDto {
   @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: '$property must be 1-64 letters, digits, _ or -' })
   name: string;
 
-  @ApiProperty({ maxLength: 10_000 })
+  @ApiPropertyOptional({ maxLength: 10_000, description: 'Optional, as in AG-UI' })
+  @IsOptional()
   @IsString()
   @MaxLength(10_000)
-  description: string;
+  description?: string;
 
   @ApiPropertyOptional({
     type: 'object',
@@ -221,9 +222,10 @@ export class RunAgentInputDto {
   @Type(() => MessageDto)
   messages: MessageDto[];
 
-  @ApiProperty({
+  @ApiPropertyOptional({
     type: [ToolDto],
-    description: 'Frontend tools the model may call (`[]` for none)',
+    description: 'Frontend tools the model may call; `[]` when absent',
+    default: [],
     example: [],
   })
   @IsArray()
@@ -231,18 +233,19 @@ export class RunAgentInputDto {
   @ValidateNested({ each: true })
   @Type(() => ToolDto)
   @ArrayUnique((t: ToolDto) => t?.name, { message: 'tool names must be unique' })
-  tools: ToolDto[];
+  tools: ToolDto[] = [];
 
-  @ApiProperty({
+  @ApiPropertyOptional({
     type: [ContextDto],
-    description: 'Context entries for the model (`[]` for none)',
+    description: 'Context entries for the model; `[]` when absent',
+    default: [],
     example: [],
   })
   @IsArray()
   @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => ContextDto)
-  context: ContextDto[];
+  context: ContextDto[] = [];
 
   @ApiPropertyOptional({
     type: 'object',
