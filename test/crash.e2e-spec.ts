@@ -2,8 +2,8 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { db, eventually, startApp, TestApp } from './support/app';
-import { openRun, postRun, uid } from './support/sse';
+import { db, eventually, runRow, startApp, TestApp } from './support/app';
+import { openRun, postRun, shownText, uid } from './support/sse';
 
 const MAIN = join(__dirname, '..', 'dist', 'src', 'main.js');
 
@@ -18,33 +18,44 @@ function freePort(): Promise<number> {
   });
 }
 
+/** The built service in a child process (so it can be SIGKILLed), ready to take requests. */
+async function spawnInstance(env: Record<string, string>): Promise<{ child: ChildProcess; baseUrl: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      ...process.env,
+      DATABASE_URL: process.env.E2E_DATABASE_URL,
+      PORT: String(port),
+      LOG_LEVEL: 'error',
+      ...env,
+    },
+    stdio: 'ignore',
+  });
+  const baseUrl = `http://127.0.0.1:${port}/io-bridge`;
+  await eventually(
+    () =>
+      fetch(`${baseUrl}/runs/none`).then(
+        (r) => (r.status === 404 ? true : undefined),
+        () => undefined,
+      ),
+    20_000,
+  );
+  return { child, baseUrl };
+}
+
 describe('a replica that dies mid-run', () => {
-  let child: ChildProcess | undefined;
-  let survivor: TestApp | undefined;
+  const children: ChildProcess[] = [];
+  const survivors: TestApp[] = [];
   afterAll(async () => {
-    child?.kill('SIGKILL');
-    await survivor?.close();
+    children.forEach((c) => c.kill('SIGKILL'));
+    for (const s of survivors) await s.close();
   });
 
   it('does not leave its thread busy: after the lease lapses the run is INTERRUPTED and the thread takes runs', async () => {
     expect(existsSync(MAIN)).toBe(true); // `npm test` builds first (pretest)
-    const port = await freePort();
-    const env = {
-      DATABASE_URL: process.env.E2E_DATABASE_URL,
-      PORT: String(port),
-      LOG_LEVEL: 'error',
-      RUN_LEASE_MS: '3000',
-    };
-    child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: 'ignore' });
-    const runUrl = `http://127.0.0.1:${port}/io-bridge/run`;
-    await eventually(
-      () =>
-        fetch(`http://127.0.0.1:${port}/io-bridge/runs/none`).then(
-          (r) => (r.status === 404 ? true : undefined),
-          () => undefined,
-        ),
-      20_000,
-    );
+    const { child, baseUrl } = await spawnInstance({ RUN_LEASE_MS: '3000' });
+    children.push(child);
+    const runUrl = `${baseUrl}/run`;
 
     const threadId = uid('crash');
     const deadRun = uid('run');
@@ -59,7 +70,8 @@ describe('a replica that dies mid-run', () => {
     child.kill('SIGKILL');
     await live.done.catch(() => undefined);
 
-    survivor = await startApp({ RUN_LEASE_MS: '3000' });
+    const survivor = await startApp({ RUN_LEASE_MS: '3000' });
+    survivors.push(survivor);
     const next = (n: number) => ({
       threadId,
       runId: uid(`after-${n}`),
@@ -73,7 +85,7 @@ describe('a replica that dies mid-run', () => {
 
     let attempt = 1;
     const accepted = await eventually(async () => {
-      const res = await postRun(survivor!.runUrl, next(attempt++));
+      const res = await postRun(survivor.runUrl, next(attempt++));
       if (res.status === 200) return res.text();
       expect(res.status).toBe(409);
       await res.text();
@@ -82,5 +94,55 @@ describe('a replica that dies mid-run', () => {
     expect(accepted).toContain('RUN_FINISHED');
     const dead = await db((c) => c.query('SELECT status, error_code FROM runs WHERE id = $1', [deadRun]));
     expect(dead.rows[0]).toEqual({ status: 'error', error_code: 'INTERRUPTED' });
+  });
+
+  it('keeps the text a killed instance had shown: checkpointed while streaming, stored interrupted when reaped', async () => {
+    const { child, baseUrl } = await spawnInstance({ RUN_LEASE_MS: '3000' });
+    children.push(child);
+    const threadId = uid('crash');
+    const userId = uid('msg');
+    const input = {
+      threadId,
+      runId: uid('run'),
+      messages: [{ id: userId, role: 'user', content: '/slow 3000 one two three four five' }],
+      tools: [],
+      context: [],
+      forwardedProps: { memoryOptions: {} },
+    };
+    const live = await openRun(`${baseUrl}/run`, input);
+    // Deltas "You " and "said: ": the next one is 3 s away, three checkpoint periods.
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT' && e.delta.endsWith('said: '), 15_000);
+    const shown = shownText(live.frames);
+    expect(shown).toBe('You said: ');
+    const messageId = live.frames.find((f) => f.event.type === 'TEXT_MESSAGE_START')!.event.messageId;
+    await eventually(async () => {
+      const { rows } = await db((c) => c.query('SELECT checkpoint FROM runs WHERE id = $1', [input.runId]));
+      const saved = rows[0]?.checkpoint as Array<{ id: string; content?: unknown }> | null | undefined;
+      return saved?.some((m) => m.id === messageId && m.content === shown) ? true : undefined;
+    });
+    child.kill('SIGKILL');
+    await live.done.catch(() => undefined);
+    // Nothing more reached the client before the kill: `shown` is all it saw.
+    expect(shownText(live.frames)).toBe(shown);
+
+    const survivor = await startApp({ RUN_LEASE_MS: '3000' });
+    survivors.push(survivor);
+    const dead = await eventually(async () => {
+      const row = await runRow(input.runId);
+      return row?.status === 'error' ? row : undefined;
+    }, 15_000);
+    expect(dead).toMatchObject({ error_code: 'INTERRUPTED' });
+    const res = await fetch(`${survivor.baseUrl}/io-bridge/threads/${threadId}/messages?format=agui`);
+    expect(res.status).toBe(200);
+    const { messages } = (await res.json()) as { messages: Array<Record<string, unknown>> };
+    expect(messages).toEqual([
+      expect.objectContaining({ id: userId, role: 'user' }),
+      expect.objectContaining({
+        id: messageId,
+        role: 'assistant',
+        content: shown,
+        metadata: { interrupted: true },
+      }),
+    ]);
   });
 });

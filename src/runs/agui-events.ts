@@ -39,6 +39,7 @@ export type RunErrorCode =
   | 'CANCELLED'
   | 'STRUCTURED_OUTPUT_INVALID'
   | 'SHUTTING_DOWN'
+  | 'INTERRUPTED'
   | 'INTERNAL';
 
 /**

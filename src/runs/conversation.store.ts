@@ -125,14 +125,16 @@ export class ConversationStore {
 
   /**
    * The run's end and what it produced, in one statement; nothing is stored into a thread that was
-   * deleted meanwhile. Unanswered tool calls close with the run.
+   * deleted meanwhile, nor by a run another instance already ended (its lease lapsed: that record
+   * and the checkpoint it kept stand). Unanswered tool calls close with the run.
    */
   async endRun(run: EndRun): Promise<void> {
     await queryPrepared(
       this.db,
       'io-bridge.end-run',
       `WITH ended AS (
-         UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now()
+         UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
+                checkpoint = NULL
           WHERE id = $1 AND resource_id = $2 AND ${ACTIVE} RETURNING id),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'),
@@ -142,7 +144,7 @@ export class ConversationStore {
          INSERT INTO messages (thread_id, id, position, role, body, run_id)
          SELECT $6, x.m->>'id', base.last + x.ord, x.m->>'role', x.m, $1
            FROM jsonb_array_elements($7::jsonb) WITH ORDINALITY AS x(m, ord), base
-          WHERE EXISTS (SELECT 1 FROM owned)
+          WHERE EXISTS (SELECT 1 FROM owned) AND EXISTS (SELECT 1 FROM ended)
          ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
        UPDATE threads SET updated_at = now()
         WHERE id IN (SELECT id FROM owned) AND EXISTS (SELECT 1 FROM appended)`,

@@ -87,6 +87,8 @@ export class RunExecution implements RunToolContext {
   /** Text deltas not yet handed to the guard (see bufferText). */
   private text = '';
   private textFlushScheduled = false;
+  /** Events shown so far: the lease checkpoints what the client saw when this moves. */
+  private shown = 0;
   private untrack: () => void = () => undefined;
   private release: () => void = () => undefined;
 
@@ -101,6 +103,7 @@ export class RunExecution implements RunToolContext {
       runId,
       emit: (event) => {
         this.collector.observe(event);
+        this.shown++;
         emit(event);
       },
       warn: (message) => deps.log.warn(`run ${runId}: ${message}`),
@@ -121,7 +124,12 @@ export class RunExecution implements RunToolContext {
     this.lifecycle.start();
     this.deps.metrics.activeRuns.inc();
     this.untrack = this.deps.broker.track(this.run.input.runId, (code, message) => this.stop(code, message));
-    this.release = this.deps.leases.hold(this.run.input.runId);
+    this.release = this.deps.leases.hold(this.run.input.runId, {
+      lost: () => this.stop('INTERRUPTED', 'The run was interrupted; please retry'),
+      shown: () => this.shown,
+      checkpoint: () =>
+        this.run.readOnly ? undefined : this.collector.produced(this.collector.openTextIds()),
+    });
   }
 
   stop(code: RunErrorCode, message: string): void {
@@ -181,10 +189,11 @@ export class RunExecution implements RunToolContext {
     }
     this.flushText();
     const ending = this.ending(outcome, failure);
+    // The ending is decided: a lease lost from now on changes nothing (and endRun then writes nothing).
+    this.release();
     try {
       await this.end(ending);
     } finally {
-      this.release();
       this.deps.metrics.activeRuns.dec();
       this.deps.metrics.runOutcomes.inc({ status: ending.end.status, code: ending.end.code ?? 'none' });
     }

@@ -1,17 +1,37 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { StoredMessage } from '../threads/message-format';
 import { RunsRepository } from './runs.repository';
+
+/** How often what a streaming run has shown is written down, at most (one statement for all runs). */
+export const CHECKPOINT_MS = 1000;
+
+/** A run this instance holds, as its lease sees it. */
+export type LeaseHolder = {
+  /** Another instance ended the run (its lease lapsed meanwhile): it must stop at once. */
+  lost: () => void;
+  /** Counts what the run has shown; a checkpoint is written when it moved. */
+  shown: () => number;
+  /** What to keep if this instance dies now; undefined for a run that stores nothing. */
+  checkpoint: () => StoredMessage[] | undefined;
+};
+
+type Held = LeaseHolder & { written: number };
 
 /**
  * Keeps the leases of this instance's runs fresh, and ends the runs of instances that died (their
  * leases lapsed) as INTERRUPTED, at start-up and then periodically, so no thread stays busy forever.
+ * While runs stream, what they have shown is checkpointed (at most every CHECKPOINT_MS, one
+ * statement for all of them), so a run whose instance is killed keeps it. A run whose row another
+ * instance ended is told so by the first renewal or checkpoint after it.
  */
 @Injectable()
 export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly log = new Logger(RunLeases.name);
-  private readonly held = new Set<string>();
+  private readonly held = new Map<string, Held>();
   private timers: NodeJS.Timeout[] = [];
+  private checkpointing = false;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -31,6 +51,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     };
     every(Math.max(100, Math.floor(this.leaseMs / 3)), () => this.renew());
     every(Math.max(100, Math.floor(this.leaseMs / 2)), () => this.reap());
+    every(Math.min(CHECKPOINT_MS, Math.max(100, Math.floor(this.leaseMs / 3))), () => this.checkpoint());
   }
 
   onModuleDestroy(): void {
@@ -38,16 +59,65 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     this.timers = [];
   }
 
-  hold(runId: string): () => void {
-    this.held.add(runId);
-    return () => this.held.delete(runId);
+  hold(runId: string, holder: LeaseHolder): () => void {
+    const held: Held = { ...holder, written: 0 };
+    this.held.set(runId, held);
+    return () => {
+      if (this.held.get(runId) === held) this.held.delete(runId);
+    };
   }
 
   private async renew(): Promise<void> {
+    const ids = [...this.held.keys()];
     try {
-      await this.runs.renewLeases([...this.held], this.leaseMs);
+      this.notifyLost(ids, await this.runs.renewLeases(ids, this.leaseMs));
     } catch (err) {
       this.log.warn(`lease renewal failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** Writes the checkpoints of the runs that showed something since their last one. */
+  private async checkpoint(): Promise<void> {
+    if (this.checkpointing) return;
+    const due: Array<[string, Held, number]> = [];
+    const checkpoints: Record<string, StoredMessage[]> = {};
+    for (const [runId, held] of this.held) {
+      const shown = held.shown();
+      if (shown === held.written) continue;
+      const messages = held.checkpoint();
+      // Nothing to keep yet (or a run that stores nothing): no write.
+      if (!messages?.length) held.written = shown;
+      else {
+        checkpoints[runId] = messages;
+        due.push([runId, held, shown]);
+      }
+    }
+    if (!due.length) return;
+    this.checkpointing = true;
+    try {
+      const active = await this.runs.saveCheckpoints(checkpoints, this.leaseMs);
+      for (const [, held, shown] of due) held.written = shown;
+      this.notifyLost(
+        due.map(([runId]) => runId),
+        active,
+      );
+    } catch (err) {
+      this.log.warn(`checkpointing runs failed: ${(err as Error).message}`);
+    } finally {
+      this.checkpointing = false;
+    }
+  }
+
+  /** Stops the runs among `ids` (still held here) that the database no longer has active. */
+  private notifyLost(ids: string[], active: string[]): void {
+    if (active.length === ids.length) return;
+    const alive = new Set(active);
+    for (const runId of ids) {
+      if (alive.has(runId)) continue;
+      const held = this.held.get(runId);
+      if (!held) continue;
+      this.log.warn(`run ${runId} was ended by another instance (its lease lapsed): stopping it`);
+      held.lost();
     }
   }
 

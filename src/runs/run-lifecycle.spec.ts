@@ -21,6 +21,7 @@ const ERROR_CODES: readonly RunErrorCode[] = [
   'CANCELLED',
   'STRUCTURED_OUTPUT_INVALID',
   'SHUTTING_DOWN',
+  'INTERRUPTED',
   'INTERNAL',
 ];
 

@@ -92,9 +92,18 @@ export class RunsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const started = process.hrtime.bigint();
+    // Heard from now on: a client that leaves while its run is being claimed must not leave it running.
+    const clientGone = new AbortController();
+    if (reply.raw.destroyed) clientGone.abort();
+    else reply.raw.once('close', () => clientGone.abort());
     // Every log line of this run, in this request's context, names it.
     this.pino.assign({ runId: input.runId, threadId: input.threadId, resourceId: principal.resourceId });
-    const events$ = await this.runs.start(input, principal);
+    const events$ = await this.runs.start(input, principal, clientGone.signal);
+    if (!events$) {
+      // Nobody to answer: the run was recorded cancelled; Fastify must not try to send a reply.
+      reply.hijack();
+      return;
+    }
     new SseWriter(reply, events$, this.config.heartbeatMs);
     // SseWriter wrote RUN_STARTED synchronously; the whole request lasts until the stream ends.
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;

@@ -81,7 +81,7 @@ export class RunsService {
     private readonly conversations: ConversationStore,
     private readonly leases: RunLeases,
     private readonly drain: DrainState,
-    metrics: Metrics,
+    private readonly metrics: Metrics,
   ) {
     this.deps = {
       conversations,
@@ -96,9 +96,15 @@ export class RunsService {
 
   /**
    * Everything that can be refused is refused here, before any byte is streamed. The Observable
-   * never errors: every failure becomes RUN_ERROR, after which it completes.
+   * never errors: every failure becomes RUN_ERROR, after which it completes. `clientGone` aborts
+   * when the client disconnects: if it did while the run was being claimed, the run is recorded
+   * `cancelled` without starting, and there is no stream (undefined).
    */
-  async start(input: RunAgentInputDto, principal: Principal): Promise<Observable<AguiEvent>> {
+  async start(
+    input: RunAgentInputDto,
+    principal: Principal,
+    clientGone?: AbortSignal,
+  ): Promise<Observable<AguiEvent> | undefined> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
     this.admitting++;
     let admitted = false;
@@ -119,6 +125,11 @@ export class RunsService {
         lastMessages: prepared.lastMessages,
         readOnly: prepared.readOnly,
       });
+      if (clientGone?.aborted) {
+        admit();
+        await this.cancelUnstarted(prepared);
+        return undefined;
+      }
       return new Observable<AguiEvent>((subscriber) => {
         const teardown = this.execute(prepared, subscriber);
         admit();
@@ -128,6 +139,25 @@ export class RunsService {
       admit();
       throw err;
     }
+  }
+
+  /** A run whose client left before its stream began: recorded at once, so its thread is free. */
+  private async cancelUnstarted(run: PreparedRun): Promise<void> {
+    const end = { status: 'cancelled', code: 'CANCELLED', message: 'The client disconnected' } as const;
+    try {
+      await this.conversations.endRun({
+        runId: run.input.runId,
+        threadId: run.input.threadId,
+        resourceId: run.principal.resourceId,
+        end,
+        produced: [],
+      });
+    } catch (err) {
+      // Not renewed, its lease lapses and the reaper frees the thread instead.
+      this.log.warn(`run ${run.input.runId}: could not record its cancel: ${(err as Error).message}`);
+    }
+    this.log.log(`run ${run.input.runId}: the client left before its stream began; recorded cancelled`);
+    this.metrics.runOutcomes.inc({ status: end.status, code: end.code });
   }
 
   async get(runId: string, principal: Principal): Promise<RunView> {

@@ -13,6 +13,7 @@ const RUN_ERROR_CODES = Object.keys({
   CANCELLED: 1,
   STRUCTURED_OUTPUT_INVALID: 1,
   SHUTTING_DOWN: 1,
+  INTERRUPTED: 1,
   INTERNAL: 1,
 } satisfies Record<RunErrorCode, 1>);
 
@@ -192,7 +193,8 @@ and a blank line; LF only, UTF-8, no \`event:\` line; \`seq\` counts the events 
 A comment \`: ping\` every 15 s keeps an idle stream open (a run waiting on a frontend tool is idle).
 
 **Order.** \`RUN_STARTED\` first; exactly one terminal event, \`RUN_FINISHED\` or \`RUN_ERROR\`, and nothing after it;
-every text message and tool call is closed before it. A cancelled run ends with \`RUN_ERROR\` code \`CANCELLED\`.
+every text message and tool call is closed before it. A cancelled run ends with \`RUN_ERROR\` code \`CANCELLED\`;
+a run another instance ended after its lease lapsed (this instance lost the database) ends with \`INTERRUPTED\`.
 
 **Events.** Every event has \`type\` and \`timestamp\` (integer epoch milliseconds); an optional field is left out,
 never \`null\`.
