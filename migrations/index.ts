@@ -2,6 +2,7 @@ import { CreateRuns1764690000000 } from './1764690000000-create-runs';
 import { CreateRunToolCalls1764690100000 } from './1764690100000-create-run-tool-calls';
 import { CreateThreadsAndMessages1764690200000 } from './1764690200000-create-threads-and-messages';
 import { IndexToolResults1764690300000 } from './1764690300000-index-tool-results';
+import { EarlyToolResults1764690400000 } from './1764690400000-early-tool-results';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -9,4 +10,5 @@ export const migrations = [
   CreateRunToolCalls1764690100000,
   CreateThreadsAndMessages1764690200000,
   IndexToolResults1764690300000,
+  EarlyToolResults1764690400000,
 ];

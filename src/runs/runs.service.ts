@@ -146,7 +146,7 @@ export class RunsService {
       ...(run.errorCode
         ? { error: { code: run.errorCode, message: run.errorMessage ?? run.errorCode } }
         : {}),
-      pendingToolCalls: active ? await this.toolCalls.pending(run.id) : [],
+      pendingToolCalls: active ? await this.toolCalls.pending(run.id, run.resourceId) : [],
     };
   }
 
