@@ -3,6 +3,7 @@ import { CreateRunToolCalls1764690100000 } from './1764690100000-create-run-tool
 import { CreateThreadsAndMessages1764690200000 } from './1764690200000-create-threads-and-messages';
 import { IndexToolResults1764690300000 } from './1764690300000-index-tool-results';
 import { AddRunCheckpoint1764690400000 } from './1764690400000-add-run-checkpoint';
+import { EarlyToolResults1764690500000 } from './1764690500000-early-tool-results';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -11,4 +12,5 @@ export const migrations = [
   CreateThreadsAndMessages1764690200000,
   IndexToolResults1764690300000,
   AddRunCheckpoint1764690400000,
+  EarlyToolResults1764690500000,
 ];

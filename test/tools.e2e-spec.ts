@@ -1,6 +1,8 @@
 import { HttpAgent } from '@ag-ui/client';
+import { Client } from 'pg';
+import { EARLY_RESULTS_PER_RUN, ToolCallsRepository } from '../src/runs/tool-calls.repository';
 import { db, eventually, startApp, TestApp } from './support/app';
-import { openRun, runInput, runToFrames, shownText, types, uid } from './support/sse';
+import { LiveRun, openRun, runInput, runToFrames, shownText, types, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 const GET_CITY = {
@@ -230,9 +232,21 @@ describe('tools in the run', () => {
       expect(await (await getRun(t, input.runId, { 'x-resource-id': 'mallory' })).json()).toMatchObject({
         code: 'NOT_FOUND',
       });
+      // A call the run never registers is made up: 404 once the wait for its registration is over.
       const unknownCall = await postResult(t, input.runId, 'no-such-call', { content: 1 });
       expect(unknownCall.status).toBe(404);
       expect(await unknownCall.json()).toMatchObject({ code: 'NOT_FOUND' });
+      expect((await postResult(t, input.runId, 'no-such-call', { content: 1 })).status).toBe(404);
+      expect((await (await getRun(t, input.runId)).json()).pendingToolCalls).toEqual([
+        { toolCallId, toolName: 'get_city' },
+      ]);
+      const leftovers = await db((c) =>
+        c.query('SELECT 1 FROM run_tool_calls WHERE run_id = $1 AND tool_call_id = $2', [
+          input.runId,
+          'no-such-call',
+        ]),
+      );
+      expect(leftovers.rows).toEqual([]);
       const unknownRun = await postResult(t, 'no-such-run', toolCallId, { content: 1 });
       expect(unknownRun.status).toBe(404);
       expect((await postResult(t, input.runId, toolCallId, { content: null })).status).toBe(202);
@@ -326,4 +340,273 @@ describe('two instances on one database', () => {
     const frames = await run.done;
     expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'CANCELLED' });
   });
+});
+
+describe('a frontend tool result posted before its call is registered', () => {
+  let a: TestApp;
+  let b: TestApp;
+  beforeAll(async () => {
+    // Lost results surface as timeouts: short, so a regression fails fast instead of hanging.
+    const env = { RATE_LIMIT_PER_MINUTE: '100000', FRONTEND_TOOL_TIMEOUT_MS: '3000' };
+    // A's single connection queues its runs' registrations behind their other queries, as a busy pool does.
+    a = await startApp({ ...env, DATABASE_POOL_SIZE: '1' });
+    b = await startApp(env);
+  });
+  afterAll(() => Promise.all([a.close(), b.close()]));
+
+  // Registrations of runs named `held-…` wait in a trigger while the test holds HOLD_KEY.
+  const HOLD_KEY = 4242;
+  beforeAll(() =>
+    db(async (c) => {
+      await c.query(`CREATE FUNCTION test_hold_registration() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.status = 'pending' AND NEW.run_id LIKE 'held-%' THEN PERFORM pg_advisory_xact_lock_shared(${HOLD_KEY}); END IF;
+          RETURN NEW;
+        END $$`);
+      await c.query(`CREATE TRIGGER test_hold_registration BEFORE INSERT ON run_tool_calls
+        FOR EACH ROW EXECUTE FUNCTION test_hold_registration()`);
+    }),
+  );
+  afterAll(() =>
+    db(async (c) => {
+      await c.query('DROP TRIGGER test_hold_registration ON run_tool_calls');
+      await c.query('DROP FUNCTION test_hold_registration()');
+    }),
+  );
+
+  /** Holds every `held-…` registration until `release`; resolves once one is actually waiting. */
+  async function holdRegistrations(): Promise<{
+    waiting: () => Promise<void>;
+    release: () => Promise<void>;
+  }> {
+    const client = new Client({ connectionString: process.env.E2E_DATABASE_URL });
+    await client.connect();
+    await client.query('SELECT pg_advisory_lock($1)', [HOLD_KEY]);
+    return {
+      waiting: () =>
+        eventually(async () => {
+          const { rows } = await client.query(
+            `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`,
+            [HOLD_KEY],
+          );
+          return rows.length ? true : undefined;
+        }).then(() => undefined),
+      release: async () => {
+        await client.query('SELECT pg_advisory_unlock($1)', [HOLD_KEY]).catch(() => undefined);
+        await client.end();
+      },
+    };
+  }
+
+  async function postWhileRegistrationHeld(holder: TestApp, poster: TestApp) {
+    const input = runInput('/tool get_city {"city":"x"}', { tools: [GET_CITY], runId: uid('held') });
+    const hold = await holdRegistrations();
+    let run: LiveRun;
+    let toolCallId: string;
+    let first: Promise<Response> | undefined;
+    try {
+      run = await openRun(holder.runUrl, input);
+      ({ toolCallId } = await run.waitFor(isEvent('TOOL_CALL_START')));
+      await hold.waiting();
+      const known = await db((c) =>
+        c.query('SELECT 1 FROM run_tool_calls WHERE run_id = $1 AND status <> $2', [input.runId, 'early']),
+      );
+      expect(known.rows).toEqual([]);
+      // The first post is kept at once (the waiting run may take it first) and answers once the call is known.
+      first = postResult(poster, input.runId, toolCallId, { content: 'early' });
+      await eventually(async () => {
+        const { rows } = await db((c) =>
+          c.query('SELECT 1 FROM run_tool_calls WHERE run_id = $1', [input.runId]),
+        );
+        return rows.length ? true : undefined;
+      });
+      const duplicate = await postResult(poster, input.runId, toolCallId, { content: 'again' });
+      expect(duplicate.status).toBe(409);
+      expect(await duplicate.json()).toMatchObject({ code: 'TOOL_RESULT_ALREADY_SUBMITTED' });
+      expect(types(run.frames)).not.toContain('TOOL_CALL_END');
+    } finally {
+      await hold.release();
+    }
+    expect((await first).status).toBe(202);
+    const frames = await run.done;
+    assertStreamRules(frames, input);
+    const results = frames.filter((f) => f.event.type === 'TOOL_CALL_RESULT');
+    expect(results.map((f) => f.event)).toMatchObject([{ toolCallId, content: 'early' }]);
+    expect(shownText(frames)).toBe('Tool get_city returned "early"');
+    expect(types(frames).at(-1)).toBe('RUN_FINISHED');
+    const late = await postResult(poster, input.runId, toolCallId, { content: 'late' });
+    expect(await late.json()).toMatchObject({ code: 'RUN_NOT_ACTIVE' });
+  }
+
+  it('keeps a result posted while the registration is held, delivers it once; a second post → 409', () =>
+    postWhileRegistrationHeld(b, b));
+
+  it('keeps a result posted to instance B before instance A registered the call', () =>
+    postWhileRegistrationHeld(a, b));
+
+  it('answers made-up calls of a live run 404 after the wait, keeps nothing, still takes the real result', async () => {
+    const input = runInput('/tool get_city {"city":"x"}', { tools: [GET_CITY] });
+    const run = await openRun(b.runUrl, input);
+    const { toolCallId } = await run.waitFor(isEvent('TOOL_CALL_END'));
+    const statuses = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        postResult(b, input.runId, `made-up-${i}`, { content: i }).then((r) => r.status),
+      ),
+    );
+    expect(statuses).toEqual(Array<number>(10).fill(404));
+    expect((await postResult(b, input.runId, toolCallId, { content: 'real' })).status).toBe(202);
+    const frames = await run.done;
+    expect(shownText(frames)).toBe('Tool get_city returned "real"');
+    const left = await db((c) =>
+      c.query('SELECT count(*)::int AS n FROM run_tool_calls WHERE run_id = $1 AND status <> $2', [
+        input.runId,
+        'done',
+      ]),
+    );
+    expect(left.rows[0].n).toBe(0);
+    const madeUp = await db((c) =>
+      c.query(
+        `SELECT count(*)::int AS n FROM run_tool_calls WHERE run_id = $1 AND tool_call_id LIKE 'made-up-%'`,
+        [input.runId],
+      ),
+    );
+    expect(madeUp.rows[0].n).toBe(0);
+  });
+
+  describe('ToolCallsRepository on the real database', () => {
+    const owner = 'repo-owner';
+    let repo: ToolCallsRepository;
+    const liveRun = async () => {
+      const runId = uid('run');
+      await db((c) =>
+        c.query(
+          `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
+           VALUES ($1, $2, $3, 'assistant', 'running', now() + interval '1 hour')`,
+          [runId, uid('thread'), owner],
+        ),
+      );
+      return runId;
+    };
+    const row = (runId: string) =>
+      db((c) =>
+        c
+          .query<{ status: string; tool_name: string | null; run_status: string }>(
+            `SELECT c.status, c.tool_name, r.status AS run_status
+               FROM run_tool_calls c JOIN runs r ON r.id = c.run_id WHERE c.run_id = $1`,
+            [runId],
+          )
+          .then((r) => r.rows),
+      );
+    beforeAll(() => {
+      repo = a.app.get(ToolCallsRepository);
+    });
+
+    it('result first: registration claims it without waiting, take returns it once, then 409', async () => {
+      const runId = await liveRun();
+      await repo.submit(runId, owner, 'c1', { content: { v: 1 } });
+      expect(await row(runId)).toEqual([{ status: 'early', tool_name: null, run_status: 'running' }]);
+      await repo.register(runId, owner, 'c1', 'get_city');
+      expect(await row(runId)).toEqual([
+        { status: 'submitted', tool_name: 'get_city', run_status: 'running' },
+      ]);
+      await expect(repo.submit(runId, owner, 'c1', { content: 2 })).rejects.toMatchObject({
+        code: 'TOOL_RESULT_ALREADY_SUBMITTED',
+      });
+      expect(await repo.take(runId, owner, 'c1')).toEqual({ content: { v: 1 } });
+      expect(await repo.take(runId, owner, 'c1')).toBeUndefined();
+    });
+
+    it('result first, wait before registration: take returns it, the late registration changes nothing', async () => {
+      const runId = await liveRun();
+      await repo.submit(runId, owner, 'c1', { error: 'declined' });
+      expect(await repo.take(runId, owner, 'c1')).toEqual({ error: 'declined' });
+      await repo.register(runId, owner, 'c1', 'get_city');
+      expect(await row(runId)).toEqual([{ status: 'done', tool_name: null, run_status: 'running' }]);
+      expect(await repo.pending(runId, owner)).toEqual([]);
+    });
+
+    it(`keeps at most ${EARLY_RESULTS_PER_RUN} unclaimed early results per run: 404 past them`, async () => {
+      const runId = await liveRun();
+      for (let i = 0; i < EARLY_RESULTS_PER_RUN; i++) {
+        expect(await repo.submit(runId, owner, `early-${i}`, { content: i })).toBe('early');
+      }
+      await expect(repo.submit(runId, owner, 'one-too-many', { content: 0 })).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      await repo.register(runId, owner, 'registered', 'get_city');
+      expect(await repo.submit(runId, owner, 'registered', { content: 1 })).toBe('submitted');
+    });
+
+    it('awaitRegistration: true once the run registers the call, false (and withdrawn) when it never does', async () => {
+      const runId = await liveRun();
+      await repo.submit(runId, owner, 'soon', { content: 1 });
+      const registered = repo.awaitRegistration(runId, owner, 'soon', 5000);
+      await repo.register(runId, owner, 'soon', 'get_city');
+      expect(await registered).toBe(true);
+      await repo.submit(runId, owner, 'never', { content: 1 });
+      expect(await repo.awaitRegistration(runId, owner, 'never', 200)).toBe(false);
+      expect((await row(runId)).map((r) => r.status)).toEqual(['submitted']);
+    });
+
+    it('registration first: the run waits, the result completes the row', async () => {
+      const runId = await liveRun();
+      await repo.register(runId, owner, 'c1', 'get_city');
+      expect(await row(runId)).toEqual([
+        { status: 'pending', tool_name: 'get_city', run_status: 'waiting_for_tool' },
+      ]);
+      expect(await repo.take(runId, owner, 'c1')).toBeUndefined();
+      await repo.submit(runId, owner, 'c1', { content: 'x' });
+      expect(await repo.take(runId, owner, 'c1')).toEqual({ content: 'x' });
+      expect(await row(runId)).toEqual([{ status: 'done', tool_name: 'get_city', run_status: 'running' }]);
+    });
+
+    it("another owner's calls: 404 on submit, nothing registered, nothing taken or listed", async () => {
+      const runId = await liveRun();
+      await expect(repo.submit(runId, 'mallory', 'c1', { content: 1 })).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      await repo.register(runId, 'mallory', 'c1', 'get_city');
+      expect(await row(runId)).toEqual([]);
+      await repo.register(runId, owner, 'c1', 'get_city');
+      await repo.submit(runId, owner, 'c1', { content: 1 });
+      expect(await repo.pending(runId, 'mallory')).toEqual([]);
+      expect(await repo.take(runId, 'mallory', 'c1')).toBeUndefined();
+      expect(await repo.take(runId, owner, 'c1')).toEqual({ content: 1 });
+    });
+  });
+
+  it('accepts a result posted on TOOL_CALL_START and delivers it exactly once, 200 times', async () => {
+    const runs = 200;
+    const statuses: Record<string, number> = {};
+    const failures: string[] = [];
+    const one = async (i: number) => {
+      const input = runInput(`/tool get_city {"city":"c${i}"}`, { tools: [GET_CITY] });
+      const run = await openRun(a.runUrl, input);
+      const { toolCallId } = await run.waitFor(isEvent('TOOL_CALL_START'));
+      // Every other result goes to the other instance, which reaches the run through Postgres.
+      const res = await postResult(i % 2 ? b : a, input.runId, toolCallId, { content: `r${i}` });
+      statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+      const frames = await run.done;
+      const results = frames.filter((f) => f.event.type === 'TOOL_CALL_RESULT');
+      const last = frames.at(-1)?.event.type;
+      if (
+        results.length !== 1 ||
+        results[0].event.content !== `r${i}` ||
+        shownText(frames) !== `Tool get_city returned "r${i}"` ||
+        last !== 'RUN_FINISHED'
+      ) {
+        failures.push(`${i}: ${res.status}, ${results.length} results, ends ${last}`);
+      }
+    };
+    let next = 0;
+    const worker = async () => {
+      while (next < runs) await one(next++);
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    expect({ statuses, failures: failures.length, examples: failures.slice(0, 5) }).toEqual({
+      statuses: { 202: runs },
+      failures: 0,
+      examples: [],
+    });
+  }, 120_000);
 });

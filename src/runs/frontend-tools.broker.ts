@@ -8,7 +8,8 @@ type Stop = (code: RunErrorCode, message: string) => void;
 /**
  * Connects the runs this instance holds with results and cancels posted to any instance: the
  * posting instance writes the table and NOTIFYs; the holding instance takes the row. A result posted
- * before the run starts waiting is already in the table when the wait begins, so it is not lost.
+ * before the run starts waiting (even before it registers the call) is already in the table when the
+ * wait begins, so it is not lost.
  */
 @Injectable()
 export class FrontendToolBroker implements OnModuleInit {
@@ -39,7 +40,7 @@ export class FrontendToolBroker implements OnModuleInit {
   }
 
   /** Resolves with the posted result; rejects with the signal's reason when the run stops first. */
-  wait(runId: string, toolCallId: string, signal: AbortSignal): Promise<ToolResult> {
+  wait(runId: string, resourceId: string, toolCallId: string, signal: AbortSignal): Promise<ToolResult> {
     const key = `${runId} ${toolCallId}`;
     return new Promise<ToolResult>((resolve, reject) => {
       let settled = false;
@@ -52,7 +53,7 @@ export class FrontendToolBroker implements OnModuleInit {
       };
       const onAbort = () => settle(() => reject(signal.reason as Error));
       const check = () =>
-        void this.toolCalls.take(runId, toolCallId).then(
+        void this.toolCalls.take(runId, resourceId, toolCallId).then(
           (result) => result && settle(() => resolve(result)),
           (err: Error) => settle(() => reject(err)),
         );

@@ -199,9 +199,10 @@ export class RunExecution implements RunToolContext {
     }
   }
 
-  /** Recorded before TOOL_CALL_END goes out, so a result posted right after it finds its call. */
+  /** Recorded before TOOL_CALL_END goes out; a result posted earlier (on START) was kept and is claimed here. */
   private async registerFrontendCall(toolCallId: string, toolName: string): Promise<void> {
-    await this.deps.toolCalls.register(this.run.input.runId, toolCallId, toolName);
+    const { input, principal } = this.run;
+    await this.deps.toolCalls.register(input.runId, principal.resourceId, toolCallId, toolName);
     this.frontendCalls.add(toolCallId);
   }
 
@@ -238,7 +239,9 @@ export class RunExecution implements RunToolContext {
       this.frontendCalls.has(p.toolCallId)
     ) {
       // Mastra refused the call (arguments not matching the schema) without waiting for the frontend.
-      void this.deps.toolCalls.abandon(this.run.input.runId, p.toolCallId).catch(() => undefined);
+      void this.deps.toolCalls
+        .abandon(this.run.input.runId, this.run.principal.resourceId, p.toolCallId)
+        .catch(() => undefined);
     }
     const translation = this.translator.translate(chunk);
     for (const event of translation.events) {
@@ -270,7 +273,8 @@ export class RunExecution implements RunToolContext {
     }, timeoutMs);
     const waited = this.deps.metrics.frontendToolWait.startTimer();
     try {
-      return await this.deps.broker.wait(this.run.input.runId, toolCallId, this.abort.signal);
+      const { input, principal } = this.run;
+      return await this.deps.broker.wait(input.runId, principal.resourceId, toolCallId, this.abort.signal);
     } finally {
       clearTimeout(timer);
       waited();

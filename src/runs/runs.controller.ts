@@ -26,6 +26,7 @@ import { AcceptedView, RunView } from './dto/run-view.dto';
 import { AgUiEventFrame, RUN_STREAM_CONTENT, RUN_STREAM_DESCRIPTION } from './dto/run-events.dto';
 import { ToolResultDto } from './dto/tool-result.dto';
 import { RunsService } from './runs.service';
+import { EARLY_RESULTS_PER_RUN } from './tool-calls.repository';
 import { PinoLogger } from 'nestjs-pino';
 import { Metrics } from '../ops/metrics.service';
 import { RunRateLimitGuard } from './run-rate-limit.guard';
@@ -120,14 +121,19 @@ export class RunsController {
   @Post('runs/:runId/tool-calls/:toolCallId/result')
   @HttpCode(202)
   @ApiOperation({ summary: "Deliver a frontend tool's result to the waiting run" })
-  @ApiAcceptedResponse({ type: AcceptedView, description: 'The result reached the run' })
+  @ApiAcceptedResponse({
+    type: AcceptedView,
+    description: 'The result reached the run, or is kept for a call the run has not registered yet',
+  })
   @ApiBadRequestResponse({
     type: ErrorEnvelope,
     description: 'VALIDATION_FAILED: not an object, or neither content nor error',
   })
   @ApiNotFoundResponse({
     type: ErrorEnvelope,
-    description: "NOT_FOUND: unknown run (or another owner's), or unknown tool call of a live run",
+    description:
+      `NOT_FOUND: unknown run (or another owner's), or a live run already keeping ${EARLY_RESULTS_PER_RUN} ` +
+      'results for calls it has not registered',
   })
   @ApiConflictResponse({
     type: ErrorEnvelope,

@@ -176,7 +176,7 @@ export class RunsService {
       ...(run.errorCode
         ? { error: { code: run.errorCode, message: run.errorMessage ?? run.errorCode } }
         : {}),
-      pendingToolCalls: active ? await this.toolCalls.pending(run.id) : [],
+      pendingToolCalls: active ? await this.toolCalls.pending(run.id, run.resourceId) : [],
     };
   }
 
@@ -186,7 +186,14 @@ export class RunsService {
     principal: Principal,
     result: { content?: unknown; error?: string },
   ): Promise<void> {
-    await this.toolCalls.submit(runId, principal.resourceId, toolCallId, result);
+    const stored = await this.toolCalls.submit(runId, principal.resourceId, toolCallId, result);
+    // Kept while the run registers the call (a result posted on TOOL_CALL_START); a made-up call is a 404.
+    if (
+      stored === 'early' &&
+      !(await this.toolCalls.awaitRegistration(runId, principal.resourceId, toolCallId))
+    ) {
+      throw new DomainError('NOT_FOUND', `Tool call '${toolCallId}' not found in run '${runId}'`);
+    }
   }
 
   async cancel(runId: string, principal: Principal): Promise<void> {

@@ -7,32 +7,60 @@ import { DomainError } from '../common/errors';
 export type { ToolResult };
 
 /**
- * Frontend tool calls and their posted results; a client's post is scoped by the run's owner.
+ * Unclaimed early results one live run may hold: posts for ids the run never registers would
+ * otherwise store results without bound (concurrent posts may pass it by the posts in flight).
+ */
+export const EARLY_RESULTS_PER_RUN = 32;
+
+/**
+ * How long a post for a call the run has not registered waits for the registration: the gap between
+ * TOOL_CALL_START and the commit is milliseconds, so a call still unknown after this is made up (404).
+ */
+export const EARLY_RESULT_WAIT_MS = 2000;
+
+/**
+ * Frontend tool calls and their posted results, every statement scoped by the run's owner. A row is
+ * `pending` (registered, no result), `early` (result posted before the run registered the call),
+ * `submitted` (both), then `done` (taken, abandoned, or the run ended). Registration and a post both
+ * insert with ON CONFLICT on (run_id, tool_call_id), so whichever comes second completes the row.
  * (Statements that return rows end in a SELECT: TypeORM returns `[rows, count]` for a bare UPDATE.)
  */
 @Injectable()
 export class ToolCallsRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** A frontend call the run will wait on; the run shows `waiting_for_tool` from now on. */
-  async register(runId: string, toolCallId: string, toolName: string): Promise<void> {
+  /**
+   * A frontend call the run will wait on; the run shows `waiting_for_tool` from now on, unless its
+   * result was posted early, which this claims for the run to take.
+   */
+  async register(runId: string, resourceId: string, toolCallId: string, toolName: string): Promise<void> {
     await this.db.query(
       `WITH call AS (
-         INSERT INTO run_tool_calls (run_id, tool_call_id, tool_name) VALUES ($1, $2, $3)
-         ON CONFLICT DO NOTHING RETURNING run_id)
+         INSERT INTO run_tool_calls (run_id, tool_call_id, tool_name)
+         SELECT id, $2, $3 FROM runs WHERE id = $1 AND resource_id = $4
+         ON CONFLICT (run_id, tool_call_id) DO UPDATE SET status = 'submitted', tool_name = EXCLUDED.tool_name
+          WHERE run_tool_calls.status = 'early'
+         RETURNING run_id, status)
        UPDATE runs SET status = 'waiting_for_tool', updated_at = now()
-        WHERE id = (SELECT run_id FROM call) AND status = 'running'`,
-      [runId, toolCallId, toolName],
+        WHERE id = (SELECT run_id FROM call WHERE status = 'pending') AND status = 'running'`,
+      [runId, toolCallId, toolName, resourceId],
     );
   }
 
   /**
    * Stores a posted result and notifies every replica, in one transaction. 404 for an unknown run
-   * (or another owner's) or tool call, 409 RUN_NOT_ACTIVE for an ended run, 409
-   * TOOL_RESULT_ALREADY_SUBMITTED for a second result.
+   * (or another owner's), 409 RUN_NOT_ACTIVE for an ended run, 409 TOOL_RESULT_ALREADY_SUBMITTED for
+   * a second result. A call the run has not registered yet gets its result kept as `early`, up to
+   * EARLY_RESULTS_PER_RUN per run (404 past it, as for an unknown call): `early` is returned, and
+   * the caller confirms it with {@link awaitRegistration}.
    */
-  async submit(runId: string, resourceId: string, toolCallId: string, result: ToolResult): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  async submit(
+    runId: string,
+    resourceId: string,
+    toolCallId: string,
+    result: ToolResult,
+  ): Promise<'submitted' | 'early'> {
+    return this.db.transaction(async (tx) => {
       const runs: Array<{ status: string }> = await tx.query(
         'SELECT status FROM runs WHERE id = $1 AND resource_id = $2',
         [runId, resourceId],
@@ -41,11 +69,14 @@ export class ToolCallsRepository {
       if (runs[0].status !== 'running' && runs[0].status !== 'waiting_for_tool') {
         throw new DomainError('RUN_NOT_ACTIVE', `Run '${runId}' is not active`);
       }
-      const updated: unknown[] = await tx.query(
-        `WITH updated AS (
-           UPDATE run_tool_calls SET status = 'submitted', result = $3::jsonb, error = $4, submitted_at = now()
-            WHERE run_id = $1 AND tool_call_id = $2 AND status = 'pending' RETURNING 1)
-         SELECT * FROM updated`,
+      // One upsert, not an UPDATE then a SELECT: it waits for a registration in flight instead of missing it.
+      const stored: Array<{ status: string }> = await tx.query(
+        `INSERT INTO run_tool_calls (run_id, tool_call_id, status, result, error, submitted_at)
+         VALUES ($1, $2, 'early', $3::jsonb, $4, now())
+         ON CONFLICT (run_id, tool_call_id) DO UPDATE
+           SET status = 'submitted', result = EXCLUDED.result, error = EXCLUDED.error, submitted_at = now()
+          WHERE run_tool_calls.status = 'pending'
+         RETURNING status`,
         [
           runId,
           toolCallId,
@@ -53,61 +84,105 @@ export class ToolCallsRepository {
           result.error ?? null,
         ],
       );
-      if (!updated.length) {
-        const known: unknown[] = await tx.query(
-          'SELECT 1 FROM run_tool_calls WHERE run_id = $1 AND tool_call_id = $2',
-          [runId, toolCallId],
+      if (!stored.length) {
+        throw new DomainError(
+          'TOOL_RESULT_ALREADY_SUBMITTED',
+          `A result for '${toolCallId}' was already submitted`,
         );
-        if (known.length) {
-          throw new DomainError(
-            'TOOL_RESULT_ALREADY_SUBMITTED',
-            `A result for '${toolCallId}' was already submitted`,
-          );
+      }
+      if (stored[0].status === 'early') {
+        const [{ early }]: Array<{ early: number }> = await tx.query(
+          `SELECT count(*)::int AS early FROM run_tool_calls WHERE run_id = $1 AND status = 'early'`,
+          [runId],
+        );
+        if (early > EARLY_RESULTS_PER_RUN) {
+          throw new DomainError('NOT_FOUND', `Tool call '${toolCallId}' not found in run '${runId}'`);
         }
-        throw new DomainError('NOT_FOUND', `Tool call '${toolCallId}' not found in run '${runId}'`);
       }
       await tx.query(`SELECT pg_notify('io_bridge_tool_result', $1)`, [`${runId} ${toolCallId}`]);
+      return stored[0].status === 'early' ? 'early' : 'submitted';
     });
   }
 
-  /** Takes a submitted result, once; the run goes back to `running` when nothing else is pending. */
-  async take(runId: string, toolCallId: string): Promise<ToolResult | undefined> {
+  /**
+   * Waits (bounded) until the run registers or takes an early result. True once it has; false when
+   * it never did, after which the result is withdrawn so a made-up call leaves nothing behind.
+   */
+  async awaitRegistration(
+    runId: string,
+    resourceId: string,
+    toolCallId: string,
+    timeoutMs = EARLY_RESULT_WAIT_MS,
+  ): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (let pause = 5; Date.now() < deadline; pause = Math.min(pause * 2, 100)) {
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))),
+      );
+      const rows: Array<{ status: string }> = await this.db.query(
+        `SELECT c.status FROM run_tool_calls c JOIN runs r ON r.id = c.run_id
+          WHERE c.run_id = $1 AND c.tool_call_id = $2 AND r.resource_id = $3`,
+        [runId, toolCallId, resourceId],
+      );
+      if (rows[0]?.status !== 'early') return rows.length > 0;
+    }
+    const withdrawn: unknown[] = await this.db.query(
+      `DELETE FROM run_tool_calls c USING runs r
+        WHERE c.run_id = $1 AND c.tool_call_id = $2 AND c.status = 'early' AND r.id = c.run_id AND r.resource_id = $3
+        RETURNING 1`,
+      [runId, toolCallId, resourceId],
+    );
+    return withdrawn.length === 0;
+  }
+
+  /**
+   * Takes a posted result, once: registered or still early (the run may wait on a call before its
+   * registration lands). The run goes back to `running` when nothing else is pending.
+   */
+  async take(runId: string, resourceId: string, toolCallId: string): Promise<ToolResult | undefined> {
     const rows: Array<{ result: unknown; error: string | null }> = await this.db.query(
       `WITH taken AS (
-         UPDATE run_tool_calls SET status = 'done'
-          WHERE run_id = $1 AND tool_call_id = $2 AND status = 'submitted' RETURNING result, error)
+         UPDATE run_tool_calls c SET status = 'done'
+           FROM runs r
+          WHERE c.run_id = $1 AND c.tool_call_id = $2 AND c.status IN ('submitted', 'early')
+            AND r.id = c.run_id AND r.resource_id = $3
+          RETURNING c.result, c.error)
        SELECT * FROM taken`,
-      [runId, toolCallId],
+      [runId, toolCallId, resourceId],
     );
     if (!rows.length) return undefined;
-    await this.resumeIfIdle(runId);
+    await this.resumeIfIdle(runId, resourceId);
     const [row] = rows;
     return row.error !== null ? { error: row.error } : { content: row.result };
   }
 
-  /** A call the run no longer waits on (its arguments failed validation, or the run ended). */
-  async abandon(runId: string, toolCallId: string): Promise<void> {
+  /** A call the run no longer waits on (its arguments failed validation): a result posted for it is dropped. */
+  async abandon(runId: string, resourceId: string, toolCallId: string): Promise<void> {
     await this.db.query(
-      `UPDATE run_tool_calls SET status = 'done' WHERE run_id = $1 AND tool_call_id = $2 AND status = 'pending'`,
-      [runId, toolCallId],
+      `UPDATE run_tool_calls c SET status = 'done'
+         FROM runs r
+        WHERE c.run_id = $1 AND c.tool_call_id = $2 AND c.status <> 'done' AND r.id = c.run_id AND r.resource_id = $3`,
+      [runId, toolCallId, resourceId],
     );
-    await this.resumeIfIdle(runId);
+    await this.resumeIfIdle(runId, resourceId);
   }
 
-  async pending(runId: string): Promise<Array<{ toolCallId: string; toolName: string }>> {
+  /** Calls the run waits on; early results are not calls of the run until it registers them. */
+  async pending(runId: string, resourceId: string): Promise<Array<{ toolCallId: string; toolName: string }>> {
     return this.db.query(
-      `SELECT tool_call_id AS "toolCallId", tool_name AS "toolName" FROM run_tool_calls
-        WHERE run_id = $1 AND status = 'pending' ORDER BY created_at, tool_call_id`,
-      [runId],
+      `SELECT c.tool_call_id AS "toolCallId", c.tool_name AS "toolName"
+         FROM run_tool_calls c JOIN runs r ON r.id = c.run_id AND r.resource_id = $2
+        WHERE c.run_id = $1 AND c.status = 'pending' ORDER BY c.created_at, c.tool_call_id`,
+      [runId, resourceId],
     );
   }
 
-  private async resumeIfIdle(runId: string): Promise<void> {
+  private async resumeIfIdle(runId: string, resourceId: string): Promise<void> {
     await this.db.query(
       `UPDATE runs SET status = 'running', updated_at = now()
-        WHERE id = $1 AND status = 'waiting_for_tool'
+        WHERE id = $1 AND resource_id = $2 AND status = 'waiting_for_tool'
           AND NOT EXISTS (SELECT 1 FROM run_tool_calls WHERE run_id = $1 AND status = 'pending')`,
-      [runId],
+      [runId, resourceId],
     );
   }
 }
