@@ -1,18 +1,50 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { db, eventually, startApp, TestApp } from './support/app';
-import { ChildApp, startChildApp } from './support/child-app';
 import { openRun, postRun, uid } from './support/sse';
 
+const MAIN = join(__dirname, '..', 'dist', 'src', 'main.js');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
 describe('a replica that dies mid-run', () => {
-  let child: ChildApp | undefined;
+  let child: ChildProcess | undefined;
   let survivor: TestApp | undefined;
   afterAll(async () => {
-    child?.kill();
+    child?.kill('SIGKILL');
     await survivor?.close();
   });
 
   it('does not leave its thread busy: after the lease lapses the run is INTERRUPTED and the thread takes runs', async () => {
-    child = await startChildApp({ RUN_LEASE_MS: '3000' });
-    const runUrl = child.runUrl;
+    expect(existsSync(MAIN)).toBe(true); // `npm test` builds first (pretest)
+    const port = await freePort();
+    const env = {
+      DATABASE_URL: process.env.E2E_DATABASE_URL,
+      PORT: String(port),
+      LOG_LEVEL: 'error',
+      RUN_LEASE_MS: '3000',
+    };
+    child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: 'ignore' });
+    const runUrl = `http://127.0.0.1:${port}/io-bridge/run`;
+    await eventually(
+      () =>
+        fetch(`http://127.0.0.1:${port}/io-bridge/runs/none`).then(
+          (r) => (r.status === 404 ? true : undefined),
+          () => undefined,
+        ),
+      20_000,
+    );
 
     const threadId = uid('crash');
     const deadRun = uid('run');
@@ -24,7 +56,7 @@ describe('a replica that dies mid-run', () => {
       context: [],
     });
     await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
-    child.kill();
+    child.kill('SIGKILL');
     await live.done.catch(() => undefined);
 
     survivor = await startApp({ RUN_LEASE_MS: '3000' });
