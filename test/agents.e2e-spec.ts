@@ -75,6 +75,14 @@ describe('agents and forwardedProps', () => {
     }
   });
 
+  it('modelSettings.maxTokens bounds the answer: /bench 1000 with maxTokens 5 shows five deltas and finishes', async () => {
+    const input = runInput('/bench 1000', { forwardedProps: { modelSettings: { maxTokens: 5 } } });
+    const { frames } = await runToFrames(t.runUrl, input);
+    assertStreamRules(frames, input);
+    expect(shownText(frames)).toBe('x '.repeat(5));
+    expect(types(frames).at(-1)).toBe('RUN_FINISHED');
+  });
+
   it('memoryOptions.lastMessages trims the history the model sees; the io.Assist memory form works too', async () => {
     const threadId = uid('trim');
     for (const [i, text] of ['a', 'b', 'c'].entries()) {

@@ -1,6 +1,6 @@
 import type { LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import fc from 'fast-check';
-import { planScript, ScriptedModel, wordDeltas } from './scripted-model';
+import { MAX_DELTAS, PARTS_PER_TURN, planScript, ScriptedModel, wordDeltas } from './scripted-model';
 
 type Part = LanguageModelV3StreamPart;
 type Message = LanguageModelV3Prompt[number];
@@ -298,6 +298,39 @@ describe('planScript', () => {
   });
 });
 
+describe('bounded answers', () => {
+  it('maxOutputTokens stops the answer after that many deltas: text closed, finishReason length', () => {
+    const { parts } = planScript([user('/bench 50')], { maxOutputTokens: 5 });
+    expect(types(parts)).toEqual(['text-start', ...Array(5).fill('text-delta'), 'text-end', 'finish']);
+    expect(finishReason(parts)).toBe('length');
+    // An answer within the limit is left whole.
+    expectTextAnswer(
+      planScript([user('hello big world')], { maxOutputTokens: 5 }).parts,
+      'You said: hello big world',
+    );
+  });
+
+  it('reasoning deltas count too: a cut inside the reasoning closes it and says no more', () => {
+    const { parts } = planScript([user('/reason why is the sky blue')], { maxOutputTokens: 2 });
+    expect(types(parts)).toEqual([
+      'reasoning-start',
+      'reasoning-delta',
+      'reasoning-delta',
+      'reasoning-end',
+      'finish',
+    ]);
+    expect(finishReason(parts)).toBe('length');
+  });
+
+  it(`no answer has more than MAX_DELTAS (${MAX_DELTAS}) deltas: a larger /bench is cut with length`, () => {
+    const { parts } = planScript([user('/bench 1000000')]);
+    expect(deltasOf(parts, 'text-delta')).toHaveLength(MAX_DELTAS);
+    expect(finishReason(parts)).toBe('length');
+    const asked = planScript([user('/bench 1000000')], { maxOutputTokens: 10_000_000 });
+    expect(deltasOf(asked.parts, 'text-delta')).toHaveLength(MAX_DELTAS);
+  });
+});
+
 describe('ScriptedModel', () => {
   const options = (text: string, abortSignal?: AbortSignal) => ({ prompt: [user(text)], abortSignal }) as any;
 
@@ -317,7 +350,7 @@ describe('ScriptedModel', () => {
     expect(parts.slice(1)).toEqual(planScript([user('hi there')]).parts);
   });
 
-  it('a script without delay streams everything at once', async () => {
+  it('a script without delay streams everything without waits', async () => {
     const { stream } = await new ScriptedModel().doStream(options('/bench 3'));
     expect(types(await readAll(stream))).toEqual([
       'stream-start',
@@ -328,6 +361,38 @@ describe('ScriptedModel', () => {
       'text-end',
       'finish',
     ]);
+  });
+
+  it('honours maxOutputTokens from the call options', async () => {
+    const { stream } = await new ScriptedModel().doStream({ ...options('/bench 100'), maxOutputTokens: 3 });
+    const parts = await readAll(stream);
+    expect(textOf(parts)).toBe('x x x ');
+    expect(finishReason(parts)).toBe('length');
+  });
+
+  it('a long script without delay yields to the event loop while it streams', async () => {
+    const { stream } = await new ScriptedModel().doStream(options('/bench 20000'));
+    let read = 0;
+    let readWhenImmediateRan: number | undefined;
+    setImmediate(() => (readWhenImmediateRan = read));
+    const reader = stream.getReader();
+    while (!(await reader.read()).done) read++;
+    expect(read).toBe(20_000 + 4);
+    // Run to the end on microtasks alone, the stream would let the immediate run only after it.
+    expect(readWhenImmediateRan).toBeGreaterThan(0);
+    expect(readWhenImmediateRan).toBeLessThanOrEqual(PARTS_PER_TURN);
+  });
+
+  it('an abort stops a long script without delay', async () => {
+    const controller = new AbortController();
+    const { stream } = await new ScriptedModel().doStream(options('/bench 20000', controller.signal));
+    const reader = stream.getReader();
+    let read = 0;
+    const drained = (async () => {
+      while (!(await reader.read()).done) if (++read === 10) controller.abort(new Error('client gone'));
+    })();
+    await expect(drained).rejects.toThrow('client gone');
+    expect(read).toBeLessThanOrEqual(PARTS_PER_TURN);
   });
 
   it('/slow waits between deltas', async () => {

@@ -31,6 +31,14 @@ const finish = (unified: LanguageModelV3FinishReason['unified']): Part => ({
   usage: USAGE,
 });
 
+/**
+ * The most text and reasoning deltas one answer has, whatever the prompt or `maxOutputTokens` ask:
+ * an answer cut there ends with finishReason 'length', as a provider's does at its output limit.
+ */
+export const MAX_DELTAS = 100_000;
+/** Parts a script without delay streams per event-loop turn before it lets other work run. */
+export const PARTS_PER_TURN = 1024;
+
 /** Splits text into word-sized deltas that concatenate back to it exactly. */
 export function wordDeltas(text: string): string[] {
   return text.match(/\s*\S+\s*/g) ?? (text ? [text] : []);
@@ -98,7 +106,36 @@ let toolCallCounter = 0;
 /** The call settings the model received, as `/settings` reports them. */
 type CallSettings = Pick<LanguageModelV3CallOptions, 'maxOutputTokens' | 'temperature' | 'topP' | 'topK'>;
 
+/**
+ * The script with at most `limit` text and reasoning deltas (a delta counts as a token): past it,
+ * what is open is closed and the answer finishes with 'length'.
+ */
+function limited(script: Script, limit: number): Script {
+  const open = new Map<string, Part>();
+  let deltas = 0;
+  for (let i = 0; i < script.parts.length; i++) {
+    const p = script.parts[i];
+    if (p.type === 'text-delta' || p.type === 'reasoning-delta') {
+      if (deltas === limit) {
+        return { ...script, parts: [...script.parts.slice(0, i), ...open.values(), finish('length')] };
+      }
+      deltas++;
+    } else if (p.type === 'text-start') open.set(`t:${p.id}`, { type: 'text-end', id: p.id });
+    else if (p.type === 'reasoning-start') open.set(`r:${p.id}`, { type: 'reasoning-end', id: p.id });
+    else if (p.type === 'text-end') open.delete(`t:${p.id}`);
+    else if (p.type === 'reasoning-end') open.delete(`r:${p.id}`);
+  }
+  return script;
+}
+
 export function planScript(prompt: LanguageModelV3Prompt, callSettings: CallSettings = {}): Script {
+  const { maxOutputTokens } = callSettings;
+  const limit =
+    maxOutputTokens !== undefined && maxOutputTokens > 0 ? Math.min(maxOutputTokens, MAX_DELTAS) : MAX_DELTAS;
+  return limited(unlimitedScript(prompt, callSettings), limit);
+}
+
+function unlimitedScript(prompt: LanguageModelV3Prompt, callSettings: CallSettings): Script {
   const results = trailingToolResults(prompt);
   if (results.length) {
     const text = results
@@ -183,7 +220,8 @@ export function planScript(prompt: LanguageModelV3Prompt, callSettings: CallSett
     case '/history':
       return { parts: [...textParts('t', [describePrompt(prompt)]), finish('stop')], delayMs: 0 };
     case '/bench': {
-      const n = Math.max(1, Math.min(Math.floor(Number(rest[0])) || 1, 1_000_000));
+      // One past the ceiling at most: the limit then cuts it with 'length', and no larger array is built.
+      const n = Math.max(1, Math.min(Math.floor(Number(rest[0])) || 1, MAX_DELTAS + 1));
       return { parts: [...textParts('t', new Array<string>(n).fill('x ')), finish('stop')], delayMs: 0 };
     }
     default:
@@ -193,15 +231,18 @@ export function planScript(prompt: LanguageModelV3Prompt, callSettings: CallSett
 
 function toStream(script: Script, signal: AbortSignal | undefined): ReadableStream<Part> {
   const parts: Part[] = [{ type: 'stream-start', warnings: [] }, ...script.parts];
+  let i = 0;
   if (script.delayMs === 0) {
     return new ReadableStream<Part>({
-      start(controller) {
-        for (const p of parts) controller.enqueue(p);
-        controller.close();
+      // A batch per turn, then a yield: a long answer (/bench) never holds the event loop for long.
+      async pull(controller) {
+        if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+        if (signal?.aborted) return controller.error(signal.reason);
+        for (const end = Math.min(i + PARTS_PER_TURN, parts.length); i < end;) controller.enqueue(parts[i++]);
+        if (i >= parts.length) controller.close();
       },
     });
   }
-  let i = 0;
   return new ReadableStream<Part>({
     async pull(controller) {
       if (i > 0 && parts[i]?.type === 'text-delta') {

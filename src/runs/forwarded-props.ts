@@ -1,5 +1,5 @@
 import { DomainError, ErrorDetail } from '../common/errors';
-import { isJsonSchemaObject } from '../common/json-schema';
+import { jsonSchemaProblem } from '../common/json-schema';
 
 /** Settings a client may pass for the model; clamped to the configured ceilings, never trusted as they are. */
 export type ModelSettings = {
@@ -113,13 +113,11 @@ export function parseForwardedProps(
   let structuredOutput: RunOptions['structuredOutput'];
   if (p.structuredOutput !== undefined) {
     const so = object(p.structuredOutput, 'forwardedProps.structuredOutput');
-    if (!isJsonSchemaObject(so.schema)) {
-      problems.push({
-        path: 'forwardedProps.structuredOutput.schema',
-        message: 'must be a JSON Schema object',
-      });
+    const problem = jsonSchemaProblem(so.schema);
+    if (problem) {
+      problems.push({ path: 'forwardedProps.structuredOutput.schema', message: problem });
     } else {
-      structuredOutput = { schema: so.schema };
+      structuredOutput = { schema: so.schema as Record<string, unknown> };
     }
   }
 

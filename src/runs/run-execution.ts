@@ -8,6 +8,7 @@ import { aguiToModelMessages, ModelMessage } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
 import { StoredMessage, textOf } from '../threads/message-format';
 import { TITLE_PROMPT } from '../agents/prompts';
+import { linearTimeSchema } from '../common/json-schema';
 
 import { AguiEvent, RunErrorCode } from './agui-events';
 import { RunAgentInputDto } from './dto/run-agent-input.dto';
@@ -157,7 +158,7 @@ export class RunExecution implements RunToolContext {
       const output = this.run.structuredOutput
         ? await agent.stream(messages, {
             ...options,
-            structuredOutput: { schema: this.run.structuredOutput.schema as any },
+            structuredOutput: { schema: linearTimeSchema(this.run.structuredOutput.schema) },
           })
         : await agent.stream(messages, options);
       const reader = (output.fullStream as ReadableStream<MastraChunk>).getReader();

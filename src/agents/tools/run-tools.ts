@@ -1,5 +1,6 @@
 import { createTool, Tool } from '@mastra/core/tools';
 import { safeErrorMessage } from '../../common/errors';
+import { linearTimeSchema } from '../../common/json-schema';
 
 /** What a frontend posted for a tool call: its content, or an error text. */
 export type ToolResult = { content?: unknown; error?: string };
@@ -64,12 +65,15 @@ export type FrontendToolDeclaration = {
 
 const EMPTY_OBJECT_SCHEMA = { type: 'object', properties: {} };
 
-/** A frontend tool: Mastra validates the model's arguments against the declared schema, then it waits for the posted result. */
+/**
+ * A frontend tool: Mastra validates the model's arguments against the declared schema (with RE2
+ * patterns, see json-schema.ts), then it waits for the posted result.
+ */
 export function frontendTool(declaration: FrontendToolDeclaration): Tool<any, any, any, any, any, any, any> {
   return createTool({
     id: declaration.name,
     description: declaration.description ?? '',
-    inputSchema: (declaration.parameters ?? EMPTY_OBJECT_SCHEMA) as any,
+    inputSchema: linearTimeSchema(declaration.parameters ?? EMPTY_OBJECT_SCHEMA),
     execute: async (_input: unknown, ctx: any) => {
       const { run, toolCallId } = runOf(ctx);
       if (!run || !toolCallId) throw new Error('A frontend tool needs its run');

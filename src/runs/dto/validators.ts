@@ -1,4 +1,4 @@
-import { isJsonSchemaObject } from '../../common/json-schema';
+import { jsonSchemaProblem } from '../../common/json-schema';
 import { ValidationArguments, ValidatorConstraint, ValidatorConstraintInterface } from 'class-validator';
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
@@ -63,14 +63,23 @@ export class MessageContent implements ValidatorConstraintInterface {
   }
 }
 
-/** A tool's `parameters`: a valid JSON Schema describing an object. */
+/** A tool's `parameters`: a valid JSON Schema describing an object, its patterns RE2 syntax. */
 @ValidatorConstraint({ name: 'jsonSchemaObject' })
 export class JsonSchemaObject implements ValidatorConstraintInterface {
   validate(schema: unknown): boolean {
-    return isJsonSchemaObject(schema) && (schema.type === undefined || schema.type === 'object');
+    return parametersProblem(schema) === undefined;
   }
 
-  defaultMessage(): string {
-    return '$property must be a JSON Schema object with type "object"';
+  defaultMessage(args: ValidationArguments): string {
+    return `$property ${parametersProblem(args.value) ?? 'is invalid'}`;
   }
+}
+
+function parametersProblem(schema: unknown): string | undefined {
+  const problem = jsonSchemaProblem(schema);
+  if (problem) return problem;
+  const type = (schema as Record<string, unknown>).type;
+  return type === undefined || type === 'object'
+    ? undefined
+    : 'must be a JSON Schema object with type "object"';
 }
