@@ -39,6 +39,8 @@ export type RunErrorCode =
   | 'CANCELLED'
   | 'STRUCTURED_OUTPUT_INVALID'
   | 'SHUTTING_DOWN'
+  /** The database is down or not answering: the run cannot be recorded or keep its lease; retry later. */
+  | 'SERVICE_UNAVAILABLE'
   | 'INTERNAL';
 
 /**

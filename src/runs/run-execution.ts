@@ -8,6 +8,7 @@ import { aguiToModelMessages, ModelMessage } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
 import { StoredMessage, textOf } from '../threads/message-format';
 import { TITLE_PROMPT } from '../agents/prompts';
+import { isDatabaseUnavailable } from '../database/database-errors';
 
 import { AguiEvent, RunErrorCode } from './agui-events';
 import { RunAgentInputDto } from './dto/run-agent-input.dto';
@@ -59,6 +60,8 @@ type Ending = {
   terminal: { code: RunErrorCode; message: string } | undefined;
   result?: unknown;
 };
+
+const DATABASE_UNAVAILABLE = 'The database is unavailable; retry later';
 
 /** Why a run stopped when it was not the model's doing. */
 export class StopReason extends Error {
@@ -121,7 +124,9 @@ export class RunExecution implements RunToolContext {
     this.lifecycle.start();
     this.deps.metrics.activeRuns.inc();
     this.untrack = this.deps.broker.track(this.run.input.runId, (code, message) => this.stop(code, message));
-    this.release = this.deps.leases.hold(this.run.input.runId);
+    this.release = this.deps.leases.hold(this.run.input.runId, () =>
+      this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE),
+    );
   }
 
   stop(code: RunErrorCode, message: string): void {
@@ -262,6 +267,10 @@ export class RunExecution implements RunToolContext {
     const waited = this.deps.metrics.frontendToolWait.startTimer();
     try {
       return await this.deps.broker.wait(this.run.input.runId, toolCallId, this.abort.signal);
+    } catch (err) {
+      // Not the tool's failure, so not for the model to see: the run itself cannot go on.
+      if (isDatabaseUnavailable(err)) this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
+      throw err;
     } finally {
       clearTimeout(timer);
       waited();
@@ -283,6 +292,10 @@ export class RunExecution implements RunToolContext {
         },
         terminal: { code: reason.code, message: reason.message },
       };
+    }
+    if (failure !== undefined && isDatabaseUnavailable(failure)) {
+      this.deps.log.warn(`run ${this.run.input.runId}: database unavailable: ${(failure as Error).message}`);
+      return failed('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
     }
     if (failure !== undefined) {
       this.deps.log.error(
@@ -328,7 +341,9 @@ export class RunExecution implements RunToolContext {
       });
     } catch (err) {
       this.deps.log.error(`run ${this.run.input.runId}: could not record its end: ${(err as Error).message}`);
-      terminal ??= { code: 'INTERNAL', message: 'The run could not be recorded' };
+      terminal ??= isDatabaseUnavailable(err)
+        ? { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE }
+        : { code: 'INTERNAL', message: 'The run could not be recorded' };
     }
     if (terminal) this.lifecycle.fail(terminal.code, terminal.message);
     else this.lifecycle.finish(ending.result);
