@@ -1,52 +1,13 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { createServer, Server, Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { db, eventually, startApp, TestApp } from './support/app';
+import { dbProxy, DbProxy } from './support/db-proxy';
 import { openRun, postRun, runInput, runToFrames } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
-/** A TCP proxy to Postgres that the test can cut and restore: the database "goes down". */
-async function dbProxy(
-  target: URL,
-): Promise<{ url: string; cut: () => void; restore: () => void; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let up = true;
-  const server: Server = createServer((client) => {
-    if (!up) return client.destroy();
-    const upstream = new Socket();
-    upstream.connect(Number(target.port || 5432), target.hostname);
-    client.pipe(upstream).pipe(client);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-      s.on('error', () => s.destroy());
-    }
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = new URL(target.toString());
-  url.hostname = '127.0.0.1';
-  url.port = String((server.address() as { port: number }).port);
-  return {
-    url: url.toString(),
-    cut: () => {
-      up = false;
-      sockets.forEach((s) => s.destroy());
-    },
-    restore: () => {
-      up = true;
-    },
-    close: () =>
-      new Promise((resolve) => {
-        sockets.forEach((s) => s.destroy());
-        server.close(() => resolve());
-      }),
-  };
-}
-
 describe('health, readiness and metrics', () => {
-  let proxy: Awaited<ReturnType<typeof dbProxy>>;
+  let proxy: DbProxy;
   let t: TestApp;
   beforeAll(async () => {
     proxy = await dbProxy(new URL(process.env.E2E_DATABASE_URL!));
@@ -68,7 +29,7 @@ describe('health, readiness and metrics', () => {
       info: { shutdown: { status: 'up' }, database: { status: 'up' }, migrations: { status: 'up' } },
     });
 
-    proxy.cut();
+    await proxy.stop();
     const down = await fetch(`${t.baseUrl}/health/ready`);
     expect(down.status).toBe(503);
     expect(await down.json()).toMatchObject({
@@ -78,7 +39,7 @@ describe('health, readiness and metrics', () => {
     });
     expect((await fetch(`${t.baseUrl}/health/live`)).status).toBe(200);
 
-    proxy.restore();
+    await proxy.resume();
     await eventually(
       async () => ((await fetch(`${t.baseUrl}/health/ready`)).status === 200 ? true : undefined),
       10_000,

@@ -1,6 +1,10 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
+import { isDatabaseUnavailable } from '../database/database-errors';
 import { DomainError, ErrorCode, ERROR_STATUS, envelope } from './errors';
+
+/** Seconds a client is told to wait before retrying a 503: about a database restart or failover's first steps. */
+export const RETRY_AFTER_S = 5;
 
 const STATUS_CODES: Partial<Record<number, ErrorCode>> = Object.fromEntries(
   Object.entries(ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
@@ -9,9 +13,15 @@ const STATUS_CODES: Partial<Record<number, ErrorCode>> = Object.fromEntries(
 STATUS_CODES[409] = 'CONFLICT';
 STATUS_CODES[503] = 'SERVICE_UNAVAILABLE';
 
-/** Turns any error into a DomainError: ours as they are, Fastify's and Nest's by status, the rest INTERNAL. */
+/**
+ * Turns any error into a DomainError: ours as they are, a database down or not answering as
+ * SERVICE_UNAVAILABLE, Fastify's and Nest's by status, the rest INTERNAL.
+ */
 export function toDomainError(err: unknown): DomainError {
   if (err instanceof DomainError) return err;
+  if (isDatabaseUnavailable(err)) {
+    return new DomainError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry later');
+  }
   const fastifyCode = (err as { code?: unknown })?.code;
   if (fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' || fastifyCode === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
     return new DomainError('VALIDATION_FAILED', 'The request body is not valid JSON');
@@ -59,7 +69,11 @@ export class DomainErrorFilter implements ExceptionFilter {
     const domain = toDomainError(err);
     if (domain.code === 'INTERNAL')
       this.log.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+    else if (!(err instanceof DomainError) && isDatabaseUnavailable(err))
+      this.log.warn(`database unavailable: ${(err as Error).message}`);
     if (reply.sent || reply.raw.headersSent) return;
+    // Every 503 is temporary (database, draining, a dependency): say when to come back.
+    if (domain.status === 503) void reply.header('retry-after', String(RETRY_AFTER_S));
     void reply.status(domain.status).send(envelope(domain));
   }
 }

@@ -20,6 +20,10 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .optional(),
   DATABASE_POOL_SIZE: int(1, 200).default(10),
+  DATABASE_CONNECT_TIMEOUT_MS: int(100, 600_000).default(5_000),
+  DATABASE_STATEMENT_TIMEOUT_MS: int(100, 3_600_000).default(10_000),
+  DATABASE_QUERY_TIMEOUT_MS: int(100, 3_600_000).default(12_000),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(100, 3_600_000).default(15_000),
   EMBEDDED_PG_DIR: z.string().min(1).default('.data/postgres'),
   EMBEDDED_PG_PORT: int(1, 65535).default(54329),
   MIGRATIONS_RUN: bool.default(true),
@@ -67,6 +71,17 @@ const envSchema = z.object({
   TRUSTED_PROXIES: z.string().optional(),
 });
 
+export type DatabaseTimeouts = {
+  /** Opening a connection, and waiting for a free one in the pool. */
+  connectMs: number;
+  /** Server side: Postgres cancels a statement running longer. */
+  statementMs: number;
+  /** Client side: how long to wait for any answer, for a server too frozen to enforce its own timeout. */
+  queryMs: number;
+  /** Server side: a session idle inside a transaction this long is closed, releasing its locks. */
+  idleInTransactionMs: number;
+};
+
 export type AppConfig = {
   env: string;
   host: string;
@@ -79,6 +94,8 @@ export type AppConfig = {
     embeddedDir: string;
     embeddedPort: number;
     migrationsRun: boolean;
+    /** Timeouts so a database that is down or frozen gives errors, never hangs (see dataSourceOptions). */
+    timeouts: DatabaseTimeouts;
   };
   model: { id: string; openaiBaseUrl?: string; openaiApiKey?: string };
   defaultAgentId: string;
@@ -142,6 +159,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           ? 'TRUSTED_PROXIES: required with AUTH_MODE=header (comma-separated CIDRs)'
           : undefined;
   if (authProblem) throw new ConfigError(`Invalid configuration:\n  ${authProblem}`);
+  if (e.DATABASE_QUERY_TIMEOUT_MS < e.DATABASE_STATEMENT_TIMEOUT_MS) {
+    throw new ConfigError(
+      'Invalid configuration:\n  DATABASE_QUERY_TIMEOUT_MS: must be at least DATABASE_STATEMENT_TIMEOUT_MS (a live server should time out first)',
+    );
+  }
   if (e.OPENAI_BASE_URL && e.MODEL === 'scripted') {
     throw new ConfigError(
       'Invalid configuration:\n  MODEL: OPENAI_BASE_URL needs MODEL=<provider>/<model>, e.g. ollama/llama3.1',
@@ -159,6 +181,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       embeddedDir: e.EMBEDDED_PG_DIR,
       embeddedPort: e.EMBEDDED_PG_PORT,
       migrationsRun: e.MIGRATIONS_RUN,
+      timeouts: {
+        connectMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+        statementMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+        queryMs: e.DATABASE_QUERY_TIMEOUT_MS,
+        idleInTransactionMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+      },
     },
     model: { id: e.MODEL, openaiBaseUrl: e.OPENAI_BASE_URL, openaiApiKey: e.OPENAI_API_KEY },
     defaultAgentId: e.DEFAULT_AGENT_ID,

@@ -1,12 +1,38 @@
 import 'reflect-metadata';
-import { DataSource, DataSourceOptions } from 'typeorm';
+import type { Client } from 'pg';
+import { AfterQueryEvent, DataSource, DataSourceOptions, EntitySubscriberInterface } from 'typeorm';
+import type { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
 import { migrations } from '../../migrations';
+import type { DatabaseTimeouts } from '../config/config';
 import { Run } from '../runs/run.entity';
+import { isQueryTimeout } from './database-errors';
 
 export const entities = [Run];
 
-/** The one set of options for the app, the migration script and the TypeORM CLI. */
-export function dataSourceOptions(url: string, poolSize = 10): DataSourceOptions {
+/**
+ * A connection whose query got no answer in time still has that query in flight: ended here, so
+ * the pool drops it instead of handing it to the next caller to wait behind (TypeORM releases it
+ * without the error, which is what would tell the pool; pool.query does that on its own).
+ */
+export class DiscardTimedOutConnections implements EntitySubscriberInterface {
+  async afterQuery(event: AfterQueryEvent): Promise<void> {
+    if (event.success || !isQueryTimeout(event.error)) return;
+    // TypeORM awaits this before releasing the connection, so the pool sees it ending and drops it.
+    const client = (await (event.queryRunner as PostgresQueryRunner).connect()) as Client;
+    void client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * The one set of options for the app, the migration script and the TypeORM CLI. With `timeouts`
+ * (the app), no call waits on a database that is down or frozen longer than they allow; without
+ * (migrations), a long migration is not cut short.
+ */
+export function dataSourceOptions(
+  url: string,
+  poolSize = 10,
+  timeouts?: DatabaseTimeouts,
+): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -16,7 +42,25 @@ export function dataSourceOptions(url: string, poolSize = 10): DataSourceOptions
     synchronize: false,
     // Expected constraint violations (THREAD_BUSY, RUN_ALREADY_EXISTS) are mapped, not logged; the rest reach the error filter.
     logging: false,
-    extra: { max: poolSize, application_name: 'io-bridge' },
+    subscribers: timeouts ? [DiscardTimedOutConnections] : [],
+    extra: {
+      max: poolSize,
+      application_name: 'io-bridge',
+      ...(timeouts ? pgTimeouts(timeouts) : {}),
+    },
+  };
+}
+
+/** The pg client settings for `timeouts`: pool and LISTEN connections alike. */
+export function pgTimeouts(timeouts: DatabaseTimeouts) {
+  return {
+    // Also bounds the wait for a free pooled connection (pg-pool), so a starved pool fails too.
+    connectionTimeoutMillis: timeouts.connectMs,
+    statement_timeout: timeouts.statementMs,
+    query_timeout: timeouts.queryMs,
+    idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+    // A dead peer (host gone, cable cut) is noticed by the kernel, not only by the next query.
+    keepAlive: true,
   };
 }
 

@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Client } from 'pg';
+import { Client, QueryConfig } from 'pg';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { pgTimeouts } from './data-source';
 
 export const CHANNELS = ['io_bridge_tool_result', 'io_bridge_run_cancel'] as const;
 export type Channel = (typeof CHANNELS)[number];
@@ -11,7 +12,8 @@ export type Channel = (typeof CHANNELS)[number];
 /**
  * Postgres LISTEN/NOTIFY between replicas, no extra broker: one dedicated connection per instance
  * listens; NOTIFY goes through the pool. After a reconnect, `onReconnect` handlers re-check the
- * tables, so nothing sent while the connection was down is missed.
+ * tables, so nothing sent while the connection was down is missed. A LISTEN connection only
+ * receives, so a frozen server would go unnoticed: it is pinged, and replaced when the ping fails.
  */
 @Injectable()
 export class PgNotifications implements OnModuleInit, OnModuleDestroy {
@@ -21,6 +23,7 @@ export class PgNotifications implements OnModuleInit, OnModuleDestroy {
   private client: Client | undefined;
   private closing = false;
   private retry: NodeJS.Timeout | undefined;
+  private keepalive: NodeJS.Timeout | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -29,12 +32,33 @@ export class PgNotifications implements OnModuleInit, OnModuleDestroy {
 
   async onModuleInit(): Promise<void> {
     await this.connect();
+    const { connectMs } = this.config.database.timeouts;
+    this.keepalive = setInterval(() => void this.ping(connectMs).catch(() => undefined), connectMs);
+    this.keepalive.unref();
   }
 
   async onModuleDestroy(): Promise<void> {
     this.closing = true;
     clearTimeout(this.retry);
+    clearInterval(this.keepalive);
     await this.client?.end().catch(() => undefined);
+  }
+
+  /**
+   * Resolves when the LISTEN connection answers `SELECT 1` within `timeoutMs`: the database is up
+   * and this instance hears other replicas. It never waits for the pool. A connection that does not
+   * answer is dropped and reconnected.
+   */
+  async ping(timeoutMs: number): Promise<void> {
+    const client = this.client;
+    if (!client) throw new Error('notification connection down; reconnecting');
+    try {
+      await client.query({ text: 'SELECT 1', query_timeout: timeoutMs } as QueryConfig);
+    } catch (err) {
+      // A query without an answer stays in flight: this connection is of no more use.
+      if (this.client === client) void client.end().catch(() => undefined);
+      throw err;
+    }
   }
 
   on(channel: Channel, handler: (payload: string) => void): () => void {
@@ -57,6 +81,7 @@ export class PgNotifications implements OnModuleInit, OnModuleDestroy {
     const client = new Client({
       connectionString: this.config.database.url,
       application_name: 'io-bridge-listen',
+      ...pgTimeouts(this.config.database.timeouts),
     });
     client.on('notification', (msg) => {
       for (const handler of this.handlers.get(msg.channel as Channel) ?? []) handler(msg.payload ?? '');

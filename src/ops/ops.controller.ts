@@ -1,16 +1,15 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
-import {
-  HealthCheck,
-  HealthCheckService,
-  HealthIndicatorService,
-  TypeOrmHealthIndicator,
-} from '@nestjs/terminus';
+import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
 import { Public } from '../auth/public.decorator';
+import { PgNotifications } from '../database/pg-notifications.service';
 import { DrainState } from './drain.service';
 import { Metrics } from './metrics.service';
+
+/** Each readiness check answers within this, whatever the database does (probes time out at 1 s). */
+const READY_CHECK_TIMEOUT_MS = 800;
 
 /** Health for Kubernetes probes and Prometheus metrics: outside the prefix, open to anyone. */
 @ApiTags('operations')
@@ -20,11 +19,14 @@ export class OpsController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
-    private readonly db: TypeOrmHealthIndicator,
+    private readonly notifications: PgNotifications,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly drain: DrainState,
     private readonly metrics: Metrics,
   ) {}
+
+  /** Once every migration this build knows is applied, it stays so: no need to ask again. */
+  private migrationsApplied = false;
 
   /** The process is up. */
   @Get('health/live')
@@ -44,15 +46,25 @@ export class OpsController {
         const session = this.indicators.check('shutdown');
         return this.drain.isDraining ? session.down({ message: 'draining' }) : session.up();
       },
-      () => this.db.pingCheck('database', { timeout: 2000 }),
+      // On the LISTEN connection, not the pool: a probe must not queue behind requests starving it.
+      async () => {
+        const session = this.indicators.check('database');
+        try {
+          await this.notifications.ping(READY_CHECK_TIMEOUT_MS);
+          return session.up();
+        } catch {
+          return session.down({ message: 'unavailable' });
+        }
+      },
       async () => {
         const session = this.indicators.check('migrations');
+        if (this.migrationsApplied) return session.up();
         try {
-          return (await this.dataSource.showMigrations())
-            ? session.down({ message: 'pending' })
-            : session.up();
-        } catch (err) {
-          return session.down({ message: (err as Error).message });
+          const pending = await withTimeout(this.dataSource.showMigrations(), READY_CHECK_TIMEOUT_MS);
+          this.migrationsApplied = !pending;
+          return pending ? session.down({ message: 'pending' }) : session.up();
+        } catch {
+          return session.down({ message: 'unknown: database unavailable' });
         }
       },
     ]);
@@ -64,4 +76,13 @@ export class OpsController {
   scrape(): Promise<string> {
     return this.metrics.registry.metrics();
   }
+}
+
+/** `promise`, or a rejection after `ms` (the work itself goes on and ends with its own timeouts). */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -40,6 +40,8 @@ export type RunErrorCode =
   | 'STRUCTURED_OUTPUT_INVALID'
   | 'SHUTTING_DOWN'
   | 'INTERRUPTED'
+  /** The database is down or not answering: the run cannot be recorded or keep its lease; retry later. */
+  | 'SERVICE_UNAVAILABLE'
   | 'INTERNAL';
 
 /**

@@ -9,6 +9,7 @@ import { MessageCollector } from '../threads/message-collector';
 import { StoredMessage, textOf } from '../threads/message-format';
 import { TITLE_PROMPT } from '../agents/prompts';
 import { linearTimeSchema } from '../common/json-schema';
+import { isDatabaseUnavailable } from '../database/database-errors';
 
 import { AguiEvent, RunErrorCode } from './agui-events';
 import { RunAgentInputDto } from './dto/run-agent-input.dto';
@@ -60,6 +61,8 @@ type Ending = {
   terminal: { code: RunErrorCode; message: string } | undefined;
   result?: unknown;
 };
+
+const DATABASE_UNAVAILABLE = 'The database is unavailable; retry later';
 
 /** Why a run stopped when it was not the model's doing. */
 export class StopReason extends Error {
@@ -127,6 +130,7 @@ export class RunExecution implements RunToolContext {
     this.untrack = this.deps.broker.track(this.run.input.runId, (code, message) => this.stop(code, message));
     this.release = this.deps.leases.hold(this.run.input.runId, {
       lost: () => this.stop('INTERRUPTED', 'The run was interrupted; please retry'),
+      unrenewable: () => this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE),
       shown: () => this.shown,
       checkpoint: () =>
         this.run.readOnly ? undefined : this.collector.produced(this.collector.openTextIds()),
@@ -276,6 +280,10 @@ export class RunExecution implements RunToolContext {
     try {
       const { input, principal } = this.run;
       return await this.deps.broker.wait(input.runId, principal.resourceId, toolCallId, this.abort.signal);
+    } catch (err) {
+      // Not the tool's failure, so not for the model to see: the run itself cannot go on.
+      if (isDatabaseUnavailable(err)) this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
+      throw err;
     } finally {
       clearTimeout(timer);
       waited();
@@ -297,6 +305,10 @@ export class RunExecution implements RunToolContext {
         },
         terminal: { code: reason.code, message: reason.message },
       };
+    }
+    if (failure !== undefined && isDatabaseUnavailable(failure)) {
+      this.deps.log.warn(`run ${this.run.input.runId}: database unavailable: ${(failure as Error).message}`);
+      return failed('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
     }
     if (failure !== undefined) {
       this.deps.log.error(
@@ -342,7 +354,9 @@ export class RunExecution implements RunToolContext {
       });
     } catch (err) {
       this.deps.log.error(`run ${this.run.input.runId}: could not record its end: ${(err as Error).message}`);
-      terminal ??= { code: 'INTERNAL', message: 'The run could not be recorded' };
+      terminal ??= isDatabaseUnavailable(err)
+        ? { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE }
+        : { code: 'INTERNAL', message: 'The run could not be recorded' };
     }
     if (terminal) this.lifecycle.fail(terminal.code, terminal.message);
     else this.lifecycle.finish(ending.result);

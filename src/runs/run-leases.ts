@@ -11,20 +11,28 @@ export const CHECKPOINT_MS = 1000;
 export type LeaseHolder = {
   /** Another instance ended the run (its lease lapsed meanwhile): it must stop at once. */
   lost: () => void;
+  /** The lease could not be renewed in time (the database is down or frozen) and may lapse: stop. */
+  unrenewable: () => void;
   /** Counts what the run has shown; a checkpoint is written when it moved. */
   shown: () => number;
   /** What to keep if this instance dies now; undefined for a run that stores nothing. */
   checkpoint: () => StoredMessage[] | undefined;
 };
 
-type Held = LeaseHolder & { written: number };
+type Held = LeaseHolder & {
+  written: number;
+  /** When the last renewal that succeeded was sent (or the run was claimed): the lease runs from about then. */
+  since: number;
+};
 
 /**
  * Keeps the leases of this instance's runs fresh, and ends the runs of instances that died (their
  * leases lapsed) as INTERRUPTED, at start-up and then periodically, so no thread stays busy forever.
  * While runs stream, what they have shown is checkpointed (at most every CHECKPOINT_MS, one
  * statement for all of them), so a run whose instance is killed keeps it. A run whose row another
- * instance ended is told so by the first renewal or checkpoint after it.
+ * instance ended is told so by the first renewal or checkpoint after it; a run whose lease cannot be
+ * renewed (the database is down or frozen) is told to stop before the lease lapses, so no other
+ * instance can take its thread while it still streams.
  */
 @Injectable()
 export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
@@ -60,7 +68,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   hold(runId: string, holder: LeaseHolder): () => void {
-    const held: Held = { ...holder, written: 0 };
+    const held: Held = { ...holder, written: 0, since: Date.now() };
     this.held.set(runId, held);
     return () => {
       if (this.held.get(runId) === held) this.held.delete(runId);
@@ -68,9 +76,19 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async renew(): Promise<void> {
+    const sent = Date.now();
+    // Renewals come every third of a lease: one older than half has missed one and may lapse before the next.
+    for (const held of this.held.values()) {
+      if (sent - held.since <= this.leaseMs / 2) continue;
+      const unrenewable = held.unrenewable;
+      held.unrenewable = () => undefined;
+      unrenewable();
+    }
     const ids = [...this.held.keys()];
     try {
-      this.notifyLost(ids, await this.runs.renewLeases(ids, this.leaseMs));
+      const active = await this.runs.renewLeases(ids, this.leaseMs);
+      this.renewed(active, sent);
+      this.notifyLost(ids, active);
     } catch (err) {
       this.log.warn(`lease renewal failed: ${(err as Error).message}`);
     }
@@ -94,8 +112,10 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     }
     if (!due.length) return;
     this.checkpointing = true;
+    const sent = Date.now();
     try {
       const active = await this.runs.saveCheckpoints(checkpoints, this.leaseMs);
+      this.renewed(active, sent);
       for (const [, held, shown] of due) held.written = shown;
       this.notifyLost(
         due.map(([runId]) => runId),
@@ -105,6 +125,14 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
       this.log.warn(`checkpointing runs failed: ${(err as Error).message}`);
     } finally {
       this.checkpointing = false;
+    }
+  }
+
+  /** A renewal sent at `sent` reached the database for these runs. */
+  private renewed(ids: string[], sent: number): void {
+    for (const id of ids) {
+      const held = this.held.get(id);
+      if (held) held.since = Math.max(held.since, sent);
     }
   }
 

@@ -14,6 +14,7 @@ const RUN_ERROR_CODES = Object.keys({
   STRUCTURED_OUTPUT_INVALID: 1,
   SHUTTING_DOWN: 1,
   INTERRUPTED: 1,
+  SERVICE_UNAVAILABLE: 1,
   INTERNAL: 1,
 } satisfies Record<RunErrorCode, 1>);
 
