@@ -1,5 +1,5 @@
 import { startApp, TestApp } from './support/app';
-import { ChildApp, startChildApp } from './support/child-app';
+import { BuiltService, startBuiltService } from './support/built-service';
 import { openRun, postRun, runInput } from './support/sse';
 
 /** Backtracks exponentially in V8 on a run of a's with a mismatch at the end: hours at 40 characters. */
@@ -18,18 +18,18 @@ const outputWith = (pattern: string) => ({
 });
 
 /** The longest event-loop stall of the server since the previous call, from its prom-client gauge. */
-async function maxLoopStallMs(app: ChildApp): Promise<number> {
-  const text = await (await fetch(`${app.baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+async function maxLoopStallMs(app: BuiltService): Promise<number> {
+  const text = await (await fetch(`${app.origin}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
   const line = text.split('\n').find((l) => l.startsWith('nodejs_eventloop_lag_max_seconds '));
   if (!line) throw new Error('no nodejs_eventloop_lag_max_seconds in /metrics');
   return Number(line.split(' ')[1]) * 1000;
 }
 
 /** Time for GET /health/live; a server that does not answer within 5 s counts as 5 s. */
-async function liveMs(app: ChildApp): Promise<number> {
+async function liveMs(app: BuiltService): Promise<number> {
   const started = performance.now();
   try {
-    const res = await fetch(`${app.baseUrl}/health/live`, { signal: AbortSignal.timeout(5000) });
+    const res = await fetch(`${app.origin}/health/live`, { signal: AbortSignal.timeout(5000) });
     expect(res.status).toBe(200);
   } catch (err) {
     if ((err as Error).name !== 'TimeoutError') throw err;
@@ -38,7 +38,7 @@ async function liveMs(app: ChildApp): Promise<number> {
 }
 
 /** Asks /health/live back to back until `until` settles (at least once): the slowest answer. */
-async function slowestLiveMs(app: ChildApp, until: Promise<unknown>): Promise<number> {
+async function slowestLiveMs(app: BuiltService, until: Promise<unknown>): Promise<number> {
   let settled = false;
   void until.then(
     () => (settled = true),
@@ -55,23 +55,23 @@ const ended = (e: Record<string, any>) => e.type === 'RUN_FINISHED' || e.type ==
 // The server runs in a child process: a frozen event loop there fails these tests within seconds
 // (the probes time out) instead of freezing jest with it.
 describe('client regular expressions never stall the server', () => {
-  let app: ChildApp;
+  let app: BuiltService;
   beforeEach(async () => {
-    app = await startChildApp();
+    app = await startBuiltService();
   });
   afterEach(() => app.kill());
 
   it("a frontend tool's catastrophic pattern: the arguments are refused while /health/live answers at once", async () => {
     // Warm-up with a short mismatch, so the stall measured next is the pattern's, not first-run loading.
     const warm = await openRun(
-      app.runUrl,
+      `${app.base}/run`,
       runInput('/tool pick {"s":"b"}', { tools: [toolWith(CATASTROPHIC)] }),
     );
     await warm.waitFor(ended);
     await maxLoopStallMs(app);
 
     const input = runInput(`/tool pick {"s":"${EVIL}"}`, { tools: [toolWith(CATASTROPHIC)] });
-    const run = await openRun(app.runUrl, input);
+    const run = await openRun(`${app.base}/run`, input);
     const end = run.waitFor(ended, 20_000);
     expect(await slowestLiveMs(app, end)).toBeLessThan(MAX_STALL_MS);
     expect(await end).toMatchObject({ type: 'RUN_FINISHED' });
@@ -83,14 +83,14 @@ describe('client regular expressions never stall the server', () => {
 
   it('a structured output catastrophic pattern: the answer is refused while /health/live answers at once', async () => {
     const warm = await openRun(
-      app.runUrl,
+      `${app.base}/run`,
       runInput('/json {"s":"b"}', { forwardedProps: outputWith(CATASTROPHIC) }),
     );
     await warm.waitFor(ended);
     await maxLoopStallMs(app);
 
     const input = runInput(`/json {"s":"${EVIL}"}`, { forwardedProps: outputWith(CATASTROPHIC) });
-    const run = await openRun(app.runUrl, input);
+    const run = await openRun(`${app.base}/run`, input);
     const end = run.waitFor(ended, 20_000);
     expect(await slowestLiveMs(app, end)).toBeLessThan(MAX_STALL_MS);
     expect(await end).toMatchObject({

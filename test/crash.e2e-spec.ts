@@ -1,61 +1,22 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { BuiltService, startBuiltService } from './support/built-service';
 import { db, eventually, runRow, startApp, TestApp } from './support/app';
 import { openRun, postRun, shownText, uid } from './support/sse';
 
-const MAIN = join(__dirname, '..', 'dist', 'src', 'main.js');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
 /** The built service in a child process (so it can be SIGKILLed), ready to take requests. */
-async function spawnInstance(env: Record<string, string>): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [MAIN], {
-    env: {
-      ...process.env,
-      DATABASE_URL: process.env.E2E_DATABASE_URL,
-      PORT: String(port),
-      LOG_LEVEL: 'error',
-      ...env,
-    },
-    stdio: 'ignore',
-  });
-  const baseUrl = `http://127.0.0.1:${port}/io-bridge`;
-  await eventually(
-    () =>
-      fetch(`${baseUrl}/runs/none`).then(
-        (r) => (r.status === 404 ? true : undefined),
-        () => undefined,
-      ),
-    20_000,
-  );
-  return { child, baseUrl };
-}
+const spawnInstance = (env: Record<string, string>) => startBuiltService({ LOG_LEVEL: 'error', ...env });
 
 describe('a replica that dies mid-run', () => {
-  const children: ChildProcess[] = [];
+  const children: BuiltService[] = [];
   const survivors: TestApp[] = [];
   afterAll(async () => {
-    children.forEach((c) => c.kill('SIGKILL'));
+    children.forEach((c) => c.kill());
     for (const s of survivors) await s.close();
   });
 
   it('does not leave its thread busy: after the lease lapses the run is INTERRUPTED and the thread takes runs', async () => {
-    expect(existsSync(MAIN)).toBe(true); // `npm test` builds first (pretest)
-    const { child, baseUrl } = await spawnInstance({ RUN_LEASE_MS: '3000' });
+    const child = await spawnInstance({ RUN_LEASE_MS: '3000' });
     children.push(child);
-    const runUrl = `${baseUrl}/run`;
+    const runUrl = `${child.base}/run`;
 
     const threadId = uid('crash');
     const deadRun = uid('run');
@@ -67,7 +28,7 @@ describe('a replica that dies mid-run', () => {
       context: [],
     });
     await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
-    child.kill('SIGKILL');
+    child.kill();
     await live.done.catch(() => undefined);
 
     const survivor = await startApp({ RUN_LEASE_MS: '3000' });
@@ -97,7 +58,7 @@ describe('a replica that dies mid-run', () => {
   });
 
   it('keeps the text a killed instance had shown: checkpointed while streaming, stored interrupted when reaped', async () => {
-    const { child, baseUrl } = await spawnInstance({ RUN_LEASE_MS: '3000' });
+    const child = await spawnInstance({ RUN_LEASE_MS: '3000' });
     children.push(child);
     const threadId = uid('crash');
     const userId = uid('msg');
@@ -109,7 +70,7 @@ describe('a replica that dies mid-run', () => {
       context: [],
       forwardedProps: { memoryOptions: {} },
     };
-    const live = await openRun(`${baseUrl}/run`, input);
+    const live = await openRun(`${child.base}/run`, input);
     // Deltas "You " and "said: ": the next one is 3 s away, three checkpoint periods.
     await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT' && e.delta.endsWith('said: '), 15_000);
     const shown = shownText(live.frames);
@@ -120,7 +81,7 @@ describe('a replica that dies mid-run', () => {
       const saved = rows[0]?.checkpoint as Array<{ id: string; content?: unknown }> | null | undefined;
       return saved?.some((m) => m.id === messageId && m.content === shown) ? true : undefined;
     });
-    child.kill('SIGKILL');
+    child.kill();
     await live.done.catch(() => undefined);
     // Nothing more reached the client before the kill: `shown` is all it saw.
     expect(shownText(live.frames)).toBe(shown);

@@ -13,7 +13,10 @@ export type BuiltService = {
   base: string;
   /** What the process wrote to stdout and stderr so far (the latest 256 KiB). */
   output: () => string;
+  /** SIGTERM, then SIGKILL after 10 s: the service drains as in a rollout. */
   stop: () => Promise<void>;
+  /** SIGKILL: the replica dies with nothing written after. */
+  kill: () => void;
 };
 
 /** A port nobody listens on now: the kernel's pick for port 0, released at once. */
@@ -30,9 +33,12 @@ export function freePort(): Promise<number> {
 
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
-/** Starts the built service on a free port and resolves once `/health/ready` answers 200. */
+/**
+ * Starts the built service on a free port (the e2e database unless `env` names another) and resolves
+ * once `/health/ready` answers 200.
+ */
 export async function startBuiltService(
-  env: Record<string, string>,
+  env: Record<string, string> = {},
   readyTimeoutMs = 60_000,
 ): Promise<BuiltService> {
   if (!existsSync(MAIN))
@@ -49,6 +55,7 @@ export async function startBuiltService(
       AUTH_MODE: 'none',
       MODEL: 'scripted',
       LOG_LEVEL: 'warn',
+      ...(process.env.E2E_DATABASE_URL ? { DATABASE_URL: process.env.E2E_DATABASE_URL } : {}),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -86,5 +93,11 @@ export async function startBuiltService(
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { origin, base: `${origin}${prefix}`, output: () => output, stop };
+  return {
+    origin,
+    base: `${origin}${prefix}`,
+    output: () => output,
+    stop,
+    kill: () => child.kill('SIGKILL'),
+  };
 }
