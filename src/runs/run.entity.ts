@@ -3,6 +3,13 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 export const RUN_STATUSES = ['running', 'waiting_for_tool', 'finished', 'error', 'cancelled'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
+/** The statuses of a run still in progress: the one definition of "active". */
+export const ACTIVE_STATUSES: readonly RunStatus[] = ['running', 'waiting_for_tool'];
+/** The same as an SQL condition on `runs.status`. */
+export const ACTIVE = `status IN (${ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
+export const isActiveStatus = (status: string): boolean =>
+  (ACTIVE_STATUSES as readonly string[]).includes(status);
+
 @Entity({ name: 'runs' })
 export class Run {
   @PrimaryColumn({ type: 'text' })

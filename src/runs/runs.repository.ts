@@ -4,7 +4,7 @@ import { Repository } from 'typeorm';
 import { DomainError } from '../common/errors';
 import { isUniqueViolation } from '../threads/threads.repository';
 import { StoredMessage } from '../threads/message-format';
-import { Run, RunStatus } from './run.entity';
+import { ACTIVE, Run, RunStatus } from './run.entity';
 
 export type RunEnd = {
   status: Extract<RunStatus, 'finished' | 'error' | 'cancelled'>;
@@ -12,8 +12,7 @@ export type RunEnd = {
   message?: string;
 };
 
-/** The SQL condition for a run still in progress. */
-export const ACTIVE = `status IN ('running', 'waiting_for_tool')`;
+export { ACTIVE };
 
 /** Runs, scoped by their owner's resourceId wherever a client names one. */
 @Injectable()

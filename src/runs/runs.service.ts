@@ -13,6 +13,7 @@ import { Metrics } from '../ops/metrics.service';
 import { AguiEvent, RunErrorCode } from './agui-events';
 import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
 import { RunView } from './dto/run-view.dto';
+import { isActiveStatus } from './run.entity';
 import { FrontendToolBroker } from './frontend-tools.broker';
 import { PreparedRun, RunDeps, RunExecution } from './run-execution';
 import { titleFrom, toStored } from '../threads/message-format';
@@ -165,7 +166,7 @@ export class RunsService {
       ? await this.runs.findAny(runId)
       : await this.runs.findOne(runId, principal.resourceId);
     if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
-    const active = run.status === 'running' || run.status === 'waiting_for_tool';
+    const active = isActiveStatus(run.status);
     return {
       id: run.id,
       threadId: run.threadId,
@@ -199,7 +200,7 @@ export class RunsService {
   async cancel(runId: string, principal: Principal): Promise<void> {
     const run = await this.runs.findOne(runId, principal.resourceId);
     if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
-    if (run.status !== 'running' && run.status !== 'waiting_for_tool') {
+    if (!isActiveStatus(run.status)) {
       throw new DomainError('RUN_NOT_ACTIVE', `Run '${runId}' is not active`);
     }
     await this.broker.requestCancel(runId);

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { ToolResult } from '../agents/tools/run-tools';
 import { DomainError } from '../common/errors';
+import { isActiveStatus } from './run.entity';
 
 export type { ToolResult };
 
@@ -66,7 +67,7 @@ export class ToolCallsRepository {
         [runId, resourceId],
       );
       if (!runs.length) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
-      if (runs[0].status !== 'running' && runs[0].status !== 'waiting_for_tool') {
+      if (!isActiveStatus(runs[0].status)) {
         throw new DomainError('RUN_NOT_ACTIVE', `Run '${runId}' is not active`);
       }
       // One upsert, not an UPDATE then a SELECT: it waits for a registration in flight instead of missing it.

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryFailedError } from 'typeorm';
+import { ACTIVE } from '../runs/run.entity';
 import { StoredMessage } from './message-format';
 
 export type ThreadRow = {
@@ -159,7 +160,7 @@ export class ThreadsRepository {
   /** The active run of the owner's thread, if any (a deleted thread's run is cancelled first). */
   async activeRunId(threadId: string, resourceId: string): Promise<string | undefined> {
     const rows: Array<{ id: string }> = await this.db.query(
-      `SELECT id FROM runs WHERE thread_id = $1 AND resource_id = $2 AND status IN ('running', 'waiting_for_tool')`,
+      `SELECT id FROM runs WHERE thread_id = $1 AND resource_id = $2 AND ${ACTIVE}`,
       [threadId, resourceId],
     );
     return rows[0]?.id;
