@@ -77,49 +77,66 @@ export async function postRunUntilText(url: string, body: unknown): Promise<Abor
   return controller;
 }
 
+export type Event = Record<string, any>;
+
 /** A run read as it streams: wait for a given event, then act (post a tool result, cancel, disconnect). */
 export type LiveRun = {
+  res: Response;
+  /** The complete events so far. */
   frames: Frame[];
+  /** What arrived so far, as text and as bytes. */
   raw: () => string;
-  waitFor: (
-    predicate: (event: Record<string, any>) => boolean,
-    timeoutMs?: number,
-  ) => Promise<Record<string, any>>;
+  bytes: () => Uint8Array;
+  /** Calls `listener` for every event, those already seen first. */
+  onEvent: (listener: (event: Event) => void) => void;
+  /** The first event `predicate` accepts; rejects when the stream ends without it or after `timeoutMs`. */
+  waitFor: (predicate: (event: Event) => boolean, timeoutMs?: number) => Promise<Event>;
   done: Promise<Frame[]>;
 };
 
-export async function openRun(
-  url: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<LiveRun> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
-    body: JSON.stringify(body),
-  });
-  if (res.status !== 200) throw new Error(`run refused: ${res.status} ${await res.text()}`);
-  let text = '';
+/**
+ * Reads a `POST /run` response as it streams, strictly (UTF-8, CONTRACT framing). A refused run (not
+ * 200) has no frames: its body is read at once, so a failing check can show it.
+ */
+export async function readRun(res: Response, defaultTimeoutMs = 10_000): Promise<LiveRun> {
+  const chunks: Uint8Array[] = [];
+  // A refused run's answer is read at once, so a failing check can show it.
+  let text = res.status === 200 ? '' : await res.text();
   const frames: Frame[] = [];
   const listeners = new Set<() => void>();
-  const decoder = new TextDecoder();
+  const notify = () => listeners.forEach((l) => l());
   const done = (async () => {
+    if (res.status !== 200) return frames;
+    const decoder = new TextDecoder('utf-8', { fatal: true });
     const reader = res.body!.getReader();
     for (;;) {
       const { done: end, value } = await reader.read();
       if (end) break;
+      chunks.push(value);
       text += decoder.decode(value, { stream: true });
       const complete = text.slice(0, text.lastIndexOf('\n\n') + 2);
       if (complete) {
         frames.splice(0, frames.length, ...parseFrames(complete).frames);
-        listeners.forEach((l) => l());
+        notify();
       }
     }
+    text += decoder.decode();
     frames.splice(0, frames.length, ...parseFrames(text).frames);
-    listeners.forEach((l) => l());
+    notify();
     return frames;
   })();
-  const waitFor: LiveRun['waitFor'] = (predicate, timeoutMs = 10_000) =>
+  // Failures surface through `done` and `waitFor`; this keeps an unobserved one from crashing the process.
+  done.catch(() => undefined);
+
+  const onEvent: LiveRun['onEvent'] = (listener) => {
+    let seen = 0;
+    const check = () => {
+      while (seen < frames.length) listener(frames[seen++].event);
+    };
+    listeners.add(check);
+    check();
+  };
+  const waitFor: LiveRun['waitFor'] = (predicate, timeoutMs = defaultTimeoutMs) =>
     new Promise((resolve, reject) => {
       const check = () => {
         const hit = frames.find((f) => predicate(f.event));
@@ -141,8 +158,48 @@ export async function openRun(
         listeners.delete(check);
       };
       listeners.add(check);
-      void done.then(check, () => undefined);
+      done.then(
+        () => {
+          check();
+          if (listeners.has(check)) {
+            cleanup();
+            if (res.status !== 200) return reject(new Error(`run refused: ${res.status} ${text}`));
+            reject(
+              new Error(`the stream ended without it; saw ${frames.map((f) => f.event.type).join(',')}`),
+            );
+          }
+        },
+        (err: unknown) => {
+          cleanup();
+          if (res.status !== 200) err = new Error(`run refused: ${res.status} ${text}`);
+          reject(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
       check();
     });
-  return { frames, raw: () => text, waitFor, done };
+  const bytes = () => {
+    const all = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+    let at = 0;
+    for (const c of chunks) {
+      all.set(c, at);
+      at += c.length;
+    }
+    return all;
+  };
+  return { res, frames, raw: () => text, bytes, onEvent, waitFor, done };
+}
+
+/** POST /run read as it streams; a refused run throws with its answer. */
+export async function openRun(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<LiveRun> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 200) throw new Error(`run refused: ${res.status} ${await res.text()}`);
+  return readRun(res);
 }
