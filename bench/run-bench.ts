@@ -45,7 +45,10 @@ const TARGET_STARTED_P99_MS = 100;
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'text/event-stream' };
 
-/** A RunAgentInput; `owner` (forwardedProps.resourceId) lets concurrent runs come from different users, as they do. */
+/**
+ * A RunAgentInput of a chat turn (it names memory, so it is stored, as io.Assist's are); `owner`
+ * (forwardedProps.resourceId) lets concurrent runs come from different users, as they do.
+ */
 const runBody = (text: string, threadId = `bench-${randomUUID()}`, owner?: string) =>
   JSON.stringify({
     threadId,
@@ -53,7 +56,7 @@ const runBody = (text: string, threadId = `bench-${randomUUID()}`, owner?: strin
     messages: [{ id: randomUUID(), role: 'user', content: text }],
     tools: [],
     context: [],
-    ...(owner ? { forwardedProps: { resourceId: owner } } : {}),
+    forwardedProps: { memory: { thread: threadId }, ...(owner ? { resourceId: owner } : {}) },
   });
 
 /** Parses SSE frames (`id: n\ndata: json\n\n`, `: ping` comments) as they arrive, counting events and delta text. */
@@ -235,6 +238,7 @@ async function startAdmissionFloor(
       incoming: input.messages.map((m) => toStored(m)),
       lastMessages: config.lastMessages,
       readOnly: false,
+      memory: true,
     });
     reply.hijack();
     reply.raw.writeHead(200, SSE_HEADERS);

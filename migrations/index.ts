@@ -4,6 +4,7 @@ import { CreateThreadsAndMessages1764690200000 } from './1764690200000-create-th
 import { IndexToolResults1764690300000 } from './1764690300000-index-tool-results';
 import { AddRunCheckpoint1764690400000 } from './1764690400000-add-run-checkpoint';
 import { EarlyToolResults1764690500000 } from './1764690500000-early-tool-results';
+import { StatelessRuns1764690600000 } from './1764690600000-stateless-runs';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -13,4 +14,5 @@ export const migrations = [
   IndexToolResults1764690300000,
   AddRunCheckpoint1764690400000,
   EarlyToolResults1764690500000,
+  StatelessRuns1764690600000,
 ];

@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { db, endedRunRow, eventually, startApp, TestApp } from './support/app';
 import { startOpenAiServer } from './support/openai-server';
-import { postRun, postRunUntilText, runInput, runToFrames, shownText, types, uid } from './support/sse';
+import {
+  memoryOf,
+  postRun,
+  postRunUntilText,
+  runInput,
+  runToFrames,
+  shownText,
+  types,
+  uid,
+} from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 describe('agents and forwardedProps', () => {
@@ -90,6 +99,7 @@ describe('agents and forwardedProps', () => {
         ...runInput(text),
         threadId,
         messages: [{ id: `m${i}`, role: 'user', content: text }],
+        forwardedProps: memoryOf(threadId),
       });
     }
     const trimmed = await runToFrames(t.runUrl, {
@@ -120,7 +130,7 @@ describe('agents and forwardedProps', () => {
 
   it('memoryOptions.readOnly reads the history but stores nothing of the run', async () => {
     const threadId = uid('ro');
-    await runToFrames(t.runUrl, { ...runInput('first'), threadId });
+    await runToFrames(t.runUrl, { ...runInput('first'), threadId, forwardedProps: memoryOf(threadId) });
     const before = await db((c) =>
       c.query('SELECT count(*)::int AS n FROM messages WHERE thread_id = $1', [threadId]),
     );

@@ -6,7 +6,7 @@ import { createApp } from '../src/app.factory';
 import { loadConfig } from '../src/config/config';
 import { db, startApp, TestApp } from './support/app';
 import { TestIdp } from './support/oidc';
-import { openRun, postRun, runInput, types, uid } from './support/sse';
+import { memoryOf, openRun, postRun, runInput, types, uid } from './support/sse';
 
 const GET_CITY = {
   name: 'get_city',
@@ -223,6 +223,7 @@ describe('authentication', () => {
             messages: [{ id: 'u1', role: 'user', content: '/tool get_city {"city":"x"}' }],
             tools: [GET_CITY],
             context: [],
+            forwardedProps: memoryOf(threadId),
           },
           asAlice,
         );
@@ -238,7 +239,8 @@ describe('authentication', () => {
             'POST run on the thread',
             postRun(
               t.runUrl,
-              { ...runInput('steal'), threadId },
+              // Naming memory: a memory-less run would be stateless and never touch Alice's thread.
+              { ...runInput('steal'), threadId, forwardedProps: memoryOf(threadId) },
               { headers: { 'content-type': 'application/json', ...who } },
             ),
           ],

@@ -1,6 +1,6 @@
 import { BuiltService, startBuiltService } from './support/built-service';
 import { db, eventually, runRow, startApp, TestApp } from './support/app';
-import { openRun, postRun, shownText, uid } from './support/sse';
+import { memoryOf, openRun, postRun, shownText, uid } from './support/sse';
 
 /** The built service in a child process (so it can be SIGKILLed), ready to take requests. */
 const spawnInstance = (env: Record<string, string>) => startBuiltService({ LOG_LEVEL: 'error', ...env });
@@ -26,6 +26,8 @@ describe('a replica that dies mid-run', () => {
       messages: [{ id: 'u1', role: 'user', content: '/slow 200 a b c d e f g h i j k l m n o p' }],
       tools: [],
       context: [],
+      // A stored run holds its thread; a stateless one would hold none.
+      forwardedProps: memoryOf(threadId),
     });
     await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
     child.kill();
@@ -39,6 +41,7 @@ describe('a replica that dies mid-run', () => {
       messages: [{ id: `n${n}`, role: 'user', content: 'still there?' }],
       tools: [],
       context: [],
+      forwardedProps: memoryOf(threadId),
     });
     const busy = await postRun(survivor.runUrl, next(0));
     expect(busy.status).toBe(409);

@@ -1,5 +1,5 @@
 import { db, startApp, TestApp } from './support/app';
-import { openRun, postRun, runInput, shownText, types, uid } from './support/sse';
+import { memoryOf, openRun, postRun, runInput, shownText, types, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 const GET_CITY = {
@@ -31,7 +31,16 @@ describe('threads and messages', () => {
     owner = 'alice',
     extra: Record<string, unknown> = {},
   ) => {
-    const input = { threadId, runId: uid('run'), messages, tools: [], context: [], ...extra };
+    // A chat turn as io.Assist sends it: naming memory, so the run is stored (CONTRACT section 2).
+    const input = {
+      threadId,
+      runId: uid('run'),
+      messages,
+      tools: [],
+      context: [],
+      forwardedProps: memoryOf(threadId, owner),
+      ...extra,
+    };
     const res = await postRun(t.runUrl, input, {
       headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-resource-id': owner },
     });
@@ -220,6 +229,7 @@ describe('threads and messages', () => {
           ],
           tools: [GET_CITY],
           context: [],
+          forwardedProps: memoryOf(threadId),
         },
         { 'x-resource-id': 'alice' },
       );
@@ -323,6 +333,7 @@ describe('threads and messages', () => {
           messages: [{ id: 'u1', role: 'user', content: '/slow 150 a b c d e f g h' }],
           tools: [],
           context: [],
+          forwardedProps: memoryOf(threadId),
         },
         { 'x-resource-id': 'alice' },
       );
@@ -354,6 +365,7 @@ describe('threads and messages', () => {
         messages: [{ id: 'u1', role: 'user', content: '/slow 100 a b c' }],
         tools: [],
         context: [],
+        forwardedProps: memoryOf(threadId),
       },
       { 'x-resource-id': 'alice' },
     );
@@ -375,6 +387,7 @@ describe('threads and messages', () => {
         messages: [{ id: 'u1', role: 'user', content: '/slow 200 a b c d e f' }],
         tools: [],
         context: [],
+        forwardedProps: memoryOf(threadId),
       },
       { 'x-resource-id': 'alice' },
     );
@@ -399,6 +412,7 @@ describe('threads and messages', () => {
           messages: [{ id: 'u1', role: 'user', content: '/tool get_city {"city":"x"}' }],
           tools: [GET_CITY],
           context: [],
+          forwardedProps: memoryOf(threadId),
         },
         { 'x-resource-id': 'alice' },
       );
@@ -431,7 +445,8 @@ describe('threads and messages', () => {
             body: JSON.stringify({
               ...runInput('steal'),
               threadId,
-              forwardedProps: { resourceId: 'bob' },
+              // Naming memory: a memory-less run would be stateless and never touch Alice's thread.
+              forwardedProps: { resourceId: 'bob', ...memoryOf(threadId) },
             }),
           }),
         ],

@@ -49,6 +49,7 @@ const envSchema = z.object({
   FRONTEND_TOOL_TIMEOUT_MS: int(1, 86_400_000).default(300_000),
   RUN_LEASE_MS: int(300, 600_000).default(20_000),
   LAST_MESSAGES: int(0, 10_000).default(40),
+  STORE_ALL_RUNS: bool.default(false),
   MAX_LAST_MESSAGES: int(1, 10_000).default(1000),
   MODEL_MAX_TOKENS: int(1, 10_000_000).default(16_384),
   MODEL_MAX_RETRIES: int(0, 20).default(5),
@@ -112,6 +113,8 @@ export type AppConfig = {
   runLeaseMs: number;
   /** How many stored messages the model sees by default. */
   lastMessages: number;
+  /** Store every run in its thread, even one that names no memory (CONTRACT section 2 stores only those that do). */
+  storeAllRuns: boolean;
   /** Ceilings for what a client may ask through forwardedProps. */
   ceilings: { maxTokens: number; maxSteps: number; maxRetries: number; maxLastMessages: number };
   /** On SIGTERM, how long active runs may go on before they end with SHUTTING_DOWN. */
@@ -201,6 +204,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     frontendToolTimeoutMs: e.FRONTEND_TOOL_TIMEOUT_MS,
     runLeaseMs: e.RUN_LEASE_MS,
     lastMessages: e.LAST_MESSAGES,
+    storeAllRuns: e.STORE_ALL_RUNS,
     ceilings: {
       maxTokens: e.MODEL_MAX_TOKENS,
       maxSteps: e.MAX_STEPS,

@@ -19,7 +19,15 @@ export type ClaimRun = {
   lastMessages: number;
   /** Store none of the incoming messages (memoryOptions.readOnly). */
   readOnly: boolean;
+  /**
+   * The request names memory (or the operator stores every run): the thread is created when missing.
+   * Otherwise the run is stored only when `threadId` is already a thread of the owner.
+   */
+  memory: boolean;
 };
+
+/** What a claimed run works with: the messages the model sees, and whether the run is part of a thread. */
+export type Claimed = { history: StoredMessage[]; stateless: boolean };
 
 export type EndRun = {
   threadId: string;
@@ -31,9 +39,10 @@ export type EndRun = {
 
 /**
  * A conversation on the server: a run's writes, each one statement (one round trip, atomic).
- * Before the stream: the owner's thread (created on the first run), the run with its lease, the
- * incoming messages not stored yet, and the history the model sees: what can be refused is refused
- * there. Before the terminal event: the run's end and the messages it produced.
+ * Before the stream: the owner's thread (created by a run that names memory), the run with its
+ * lease, the incoming messages not stored yet, and the history the model sees: what can be refused
+ * is refused there. Before the terminal event: the run's end and the messages it produced. A
+ * stateless run (no memory named, no thread of the owner) is recorded, and nothing else.
  */
 @Injectable()
 export class ConversationStore {
@@ -44,13 +53,15 @@ export class ConversationStore {
   ) {}
 
   /**
-   * Claims the run, in one statement (one round trip, one commit): the owner's thread is created or
-   * touched (another owner's thread is a 404, as if missing), the run is recorded with its lease
+   * Claims the run, in one statement (one round trip, one commit): the owner's thread is touched, or
+   * created when the run names memory (then another owner's thread is a 404, as if missing; without
+   * memory such a thread is as missing and the run is stateless), the run is recorded with its lease
    * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed), and the incoming
    * messages the thread does not store yet are appended (unless read-only). Returns what the model
-   * sees: the stored history (its last `lastMessages`) followed by those new messages.
+   * sees: the stored history (its last `lastMessages`) followed by those new messages; a stateless
+   * run sees only its own messages.
    */
-  async claim(run: ClaimRun): Promise<StoredMessage[]> {
+  async claim(run: ClaimRun): Promise<Claimed> {
     try {
       return await this.claimOnce(run);
     } catch (err) {
@@ -61,21 +72,25 @@ export class ConversationStore {
     }
   }
 
-  private async claimOnce(run: ClaimRun): Promise<StoredMessage[]> {
-    let rows: Array<{ kind: 'r' | 'h' | 's'; body: StoredMessage | string | null }>;
+  private async claimOnce(run: ClaimRun): Promise<Claimed> {
+    let rows: Array<{ kind: 'r' | 'h' | 's'; body: StoredMessage | string | boolean }>;
     try {
       rows = await queryPrepared(
         this.db,
         'io-bridge.claim-run',
         `WITH thread AS (
-           INSERT INTO threads (id, resource_id, agent_id, title) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title)
+           INSERT INTO threads (id, resource_id, agent_id, title)
+           SELECT $1, $2, $3, $4
+            WHERE $11::boolean OR EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2)
+           ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title),
+                  agent_id = COALESCE(threads.agent_id, EXCLUDED.agent_id)
              WHERE threads.resource_id = EXCLUDED.resource_id
            RETURNING id),
          run AS (
-           INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
-           SELECT $5, id, $2, $3, 'running', now() + $6 * interval '1 millisecond' FROM thread
-           RETURNING id),
+           INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless)
+           SELECT $5, $1, $2, $3, 'running', now() + $6 * interval '1 millisecond', NOT EXISTS (SELECT 1 FROM thread)
+            WHERE EXISTS (SELECT 1 FROM thread) OR NOT $11::boolean
+           RETURNING id, stateless),
          stored AS (
            SELECT m.id FROM messages m
             WHERE m.thread_id = $1 AND m.id = ANY($7::text[]) AND EXISTS (SELECT 1 FROM thread)),
@@ -90,9 +105,9 @@ export class ConversationStore {
          appended AS (
            INSERT INTO messages (thread_id, id, position, role, body, run_id)
            SELECT $1, f.m->>'id', base.last + f.n, f.m->>'role', f.m, $5 FROM fresh f, base
-            WHERE NOT $10::boolean AND EXISTS (SELECT 1 FROM run)
+            WHERE NOT $10::boolean AND EXISTS (SELECT 1 FROM run) AND EXISTS (SELECT 1 FROM thread)
            ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
-         SELECT 'r' AS kind, NULL::jsonb AS body, NULL::bigint AS position FROM run
+         SELECT 'r' AS kind, to_jsonb(stateless) AS body, NULL::bigint AS position FROM run
          UNION ALL SELECT 'h', body, position FROM history
          UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
          ORDER BY kind, position`,
@@ -107,16 +122,20 @@ export class ConversationStore {
           run.lastMessages,
           JSON.stringify(run.incoming),
           run.readOnly,
+          run.memory,
         ],
       );
     } catch (err) {
       throw this.runs.conflict(err, run.runId, run.threadId);
     }
-    if (!rows.some((r) => r.kind === 'r'))
-      throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
+    const claimed = rows.find((r) => r.kind === 'r');
+    if (!claimed) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
     const history = rows.filter((r) => r.kind === 'h').map((r) => r.body as StoredMessage);
     const stored = new Set(rows.filter((r) => r.kind === 's').map((r) => r.body as string));
-    return [...history, ...run.incoming.filter((m) => !stored.has(m.id))];
+    return {
+      history: [...history, ...run.incoming.filter((m) => !stored.has(m.id))],
+      stateless: claimed.body === true,
+    };
   }
 
   setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
@@ -125,8 +144,9 @@ export class ConversationStore {
 
   /**
    * The run's end and what it produced, in one statement; nothing is stored into a thread that was
-   * deleted meanwhile, nor by a run another instance already ended (its lease lapsed: that record
-   * and the checkpoint it kept stand). Unanswered tool calls close with the run.
+   * deleted meanwhile, nor by a stateless run (even if a thread of that id exists by now), nor by a
+   * run another instance already ended (its lease lapsed: that record and the checkpoint it kept
+   * stand). Unanswered tool calls close with the run.
    */
   async endRun(run: EndRun): Promise<void> {
     await queryPrepared(
@@ -135,10 +155,12 @@ export class ConversationStore {
       `WITH ended AS (
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
                 checkpoint = NULL
-          WHERE id = $1 AND resource_id = $2 AND ${ACTIVE} RETURNING id),
+          WHERE id = $1 AND resource_id = $2 AND ${ACTIVE} RETURNING id, stateless),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'),
-       owned AS (SELECT id FROM threads WHERE id = $6 AND resource_id = $2 FOR UPDATE),
+       owned AS (
+         SELECT id FROM threads WHERE id = $6 AND resource_id = $2 AND EXISTS (SELECT 1 FROM ended WHERE NOT stateless)
+            FOR UPDATE),
        base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id IN (SELECT id FROM owned)),
        appended AS (
          INSERT INTO messages (thread_id, id, position, role, body, run_id)

@@ -21,8 +21,41 @@ describe('parseForwardedProps', () => {
       modelSettings: {},
       readOnly: false,
       generateTitle: false,
+      namesMemory: false,
       extras: {},
     });
+  });
+
+  it('says the request names memory when memory.thread, memoryOptions or memory.options is there', () => {
+    const names = (props: Record<string, unknown>) => parseForwardedProps(props, ceilings, 't1').namesMemory;
+    expect(names({ memory: { thread: 't1', resource: 'r' } })).toBe(true);
+    expect(names({ memory: { thread: { id: 't1', title: 'x' } } })).toBe(true);
+    expect(names({ memoryOptions: {} })).toBe(true);
+    expect(names({ memory: { options: { lastMessages: 3 } } })).toBe(true);
+    expect(names({})).toBe(false);
+    expect(names({ memory: { resource: 'r' } })).toBe(false);
+    expect(names({ memory: {}, memoryOptions: null, agentId: 'a' })).toBe(false);
+  });
+
+  it('refuses a memory.thread that is not the run threadId', () => {
+    const refused = (props: Record<string, unknown>) => {
+      try {
+        parseForwardedProps(props, ceilings, 't1');
+      } catch (err) {
+        return (err as DomainError).details;
+      }
+      return undefined;
+    };
+    expect(refused({ memory: { thread: 't2' } })).toEqual([
+      { path: 'forwardedProps.memory.thread', message: 'must equal threadId' },
+    ]);
+    expect(refused({ memory: { thread: { id: 't2' } } })).toEqual([
+      { path: 'forwardedProps.memory.thread', message: 'must equal threadId' },
+    ]);
+    expect(refused({ memory: { thread: 7 } })).toEqual([
+      { path: 'forwardedProps.memory.thread', message: 'must be a string (a thread id)' },
+    ]);
+    expect(refused({ memory: { thread: 't1' } })).toBeUndefined();
   });
 
   it('maps modelSettings to the model call, clamping each to its range and ceiling', () => {

@@ -25,6 +25,8 @@ export type RunOptions = {
   lastMessages?: number;
   readOnly: boolean;
   generateTitle: boolean;
+  /** The request names memory (`memory.thread`, `memoryOptions` or `memory.options`): the run is stored in its thread. */
+  namesMemory: boolean;
   structuredOutput?: { schema: Record<string, unknown> };
   extras: Record<string, unknown>;
 };
@@ -45,10 +47,12 @@ const clamp = (v: number, min: number, max: number) => Math.min(max, Math.max(mi
 /**
  * Reads `forwardedProps`. A known key of the wrong type is a 400 naming it; a number outside its
  * range is clamped to it (a client asking for more than allowed gets the most allowed).
+ * `memory.thread` must name the run's `threadId` (given as `threadId`).
  */
 export function parseForwardedProps(
   props: Record<string, unknown> | undefined,
   ceilings: ModelCeilings,
+  threadId?: string,
 ): RunOptions {
   const p = props ?? {};
   const problems: ErrorDetail[] = [];
@@ -109,6 +113,19 @@ export function parseForwardedProps(
   const lastMessages = number(memoryOptions, 'lastMessages', memoryPath, true);
   const readOnly = boolean(memoryOptions, 'readOnly', memoryPath) ?? false;
   const generateTitle = boolean(memoryOptions, 'generateTitle', memoryPath) ?? false;
+  // Mastra accepts the thread as its id or as `{id, ...}`; either way it is the run's thread or a mistake.
+  const thread = isObject(memory.thread) ? memory.thread.id : memory.thread;
+  if (memory.thread !== undefined && memory.thread !== null) {
+    if (typeof thread !== 'string') {
+      problems.push({ path: 'forwardedProps.memory.thread', message: 'must be a string (a thread id)' });
+    } else if (threadId !== undefined && thread !== threadId) {
+      problems.push({ path: 'forwardedProps.memory.thread', message: 'must equal threadId' });
+    }
+  }
+  const namesMemory =
+    typeof thread === 'string' ||
+    (p.memoryOptions !== undefined && p.memoryOptions !== null) ||
+    (memory.options !== undefined && memory.options !== null);
 
   let structuredOutput: RunOptions['structuredOutput'];
   if (p.structuredOutput !== undefined) {
@@ -129,6 +146,7 @@ export function parseForwardedProps(
     ...(lastMessages !== undefined ? { lastMessages: clamp(lastMessages, 0, ceilings.maxLastMessages) } : {}),
     readOnly,
     generateTitle,
+    namesMemory,
     ...(structuredOutput ? { structuredOutput } : {}),
     extras: Object.fromEntries(Object.entries(p).filter(([key]) => !KNOWN.has(key))),
   };

@@ -39,6 +39,10 @@ export type PreparedRun = {
   modelSettings: ModelSettings;
   /** Store nothing the run brings or produces (memoryOptions.readOnly). */
   readOnly: boolean;
+  /** The request names memory (or STORE_ALL_RUNS): its thread is created when missing. */
+  memory: boolean;
+  /** Part of no thread (no memory named, no thread of the owner): stores nothing but its run record (set when claimed). */
+  stateless: boolean;
   /** Ask the model for the thread's title instead of taking the first user message. */
   generateTitle: boolean;
   structuredOutput?: { schema: Record<string, unknown> };
@@ -114,6 +118,11 @@ export class RunExecution implements RunToolContext {
     });
   }
 
+  /** Whether what the run produces goes into its thread. */
+  private get stores(): boolean {
+    return !this.run.readOnly && !this.run.stateless;
+  }
+
   get ended(): boolean {
     return this.lifecycle.ended;
   }
@@ -132,8 +141,7 @@ export class RunExecution implements RunToolContext {
       lost: () => this.stop('INTERRUPTED', 'The run was interrupted; please retry'),
       unrenewable: () => this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE),
       shown: () => this.shown,
-      checkpoint: () =>
-        this.run.readOnly ? undefined : this.collector.produced(this.collector.openTextIds()),
+      checkpoint: () => (this.stores ? this.collector.produced(this.collector.openTextIds()) : undefined),
     });
   }
 
@@ -350,7 +358,7 @@ export class RunExecution implements RunToolContext {
         threadId,
         resourceId: this.run.principal.resourceId,
         end: ending.end,
-        produced: this.run.readOnly ? [] : this.collector.produced(cut),
+        produced: this.stores ? this.collector.produced(cut) : [],
       });
     } catch (err) {
       this.deps.log.error(`run ${this.run.input.runId}: could not record its end: ${(err as Error).message}`);
@@ -360,7 +368,7 @@ export class RunExecution implements RunToolContext {
     }
     if (terminal) this.lifecycle.fail(terminal.code, terminal.message);
     else this.lifecycle.finish(ending.result);
-    if (!terminal && this.run.generateTitle && !this.run.readOnly) void this.generateTitle();
+    if (!terminal && this.run.generateTitle && this.stores) void this.generateTitle();
   }
 
   /** memoryOptions.generateTitle: the agent's model names the thread, after the run, off the stream's path. */

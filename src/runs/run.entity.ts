@@ -27,6 +27,10 @@ export class Run {
   @Column({ type: 'text' })
   status: RunStatus;
 
+  /** Named no memory: not part of any thread (its thread_id is only the request's threadId). */
+  @Column({ type: 'boolean', default: false })
+  stateless: boolean;
+
   @Column({ name: 'started_at', type: 'timestamptz' })
   startedAt: Date;
 

@@ -74,7 +74,8 @@ export class RunsRepository {
   /**
    * Ends active runs whose lease lapsed (their instance died) as `error` INTERRUPTED, which frees
    * their threads; only those of one thread when `threadId` is given. What such a run had shown
-   * (its last checkpoint) is appended to its thread, the text cut short marked interrupted.
+   * (its last checkpoint) is appended to its thread, the text cut short marked interrupted; a
+   * stateless run keeps nothing.
    * Returns the ids ended.
    */
   async reapLapsed(threadId?: string): Promise<string[]> {
@@ -83,13 +84,13 @@ export class RunsRepository {
          UPDATE runs SET status = 'error', error_code = 'INTERRUPTED',
                 error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()
           WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
-          RETURNING id, thread_id, resource_id, checkpoint),
+          RETURNING id, thread_id, resource_id, checkpoint, stateless),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM lapsed) AND status <> 'done'),
        owned AS (
          SELECT l.id, l.thread_id, l.checkpoint FROM lapsed l
            JOIN threads t ON t.id = l.thread_id AND t.resource_id = l.resource_id
-          WHERE l.checkpoint IS NOT NULL
+          WHERE l.checkpoint IS NOT NULL AND NOT l.stateless
             FOR UPDATE OF t),
        appended AS (
          INSERT INTO messages (thread_id, id, position, role, body, run_id)

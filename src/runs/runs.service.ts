@@ -115,7 +115,7 @@ export class RunsService {
     };
     try {
       const prepared = this.prepare(input, principal);
-      prepared.history = await this.conversations.claim({
+      const claimed = await this.conversations.claim({
         threadId: input.threadId,
         runId: input.runId,
         resourceId: principal.resourceId,
@@ -125,7 +125,10 @@ export class RunsService {
         incoming: prepared.incoming,
         lastMessages: prepared.lastMessages,
         readOnly: prepared.readOnly,
+        memory: prepared.memory,
       });
+      prepared.history = claimed.history;
+      prepared.stateless = claimed.stateless;
       if (clientGone?.aborted) {
         admit();
         await this.cancelUnstarted(prepared);
@@ -232,7 +235,7 @@ export class RunsService {
       }
       ids.add(m.id);
     }
-    const options = parseForwardedProps(input.forwardedProps, this.config.ceilings);
+    const options = parseForwardedProps(input.forwardedProps, this.config.ceilings, input.threadId);
     const agent = this.agents.get(options.agentId);
     const defaults = agent.definition.defaults;
     return {
@@ -247,6 +250,8 @@ export class RunsService {
       lastMessages: options.lastMessages ?? defaults?.lastMessages ?? this.config.lastMessages,
       modelSettings: { ...defaults?.modelSettings, ...options.modelSettings },
       readOnly: options.readOnly,
+      memory: options.namesMemory || this.config.storeAllRuns,
+      stateless: false,
       generateTitle: options.generateTitle,
       ...(options.structuredOutput ? { structuredOutput: options.structuredOutput } : {}),
       extras: options.extras,

@@ -157,10 +157,13 @@ export class ThreadsRepository {
     );
   }
 
-  /** The active run of the owner's thread, if any (a deleted thread's run is cancelled first). */
+  /**
+   * The active run of the owner's thread, if any (a deleted thread's run is cancelled first); a
+   * stateless run that merely shares the id is not the thread's.
+   */
   async activeRunId(threadId: string, resourceId: string): Promise<string | undefined> {
     const rows: Array<{ id: string }> = await this.db.query(
-      `SELECT id FROM runs WHERE thread_id = $1 AND resource_id = $2 AND ${ACTIVE}`,
+      `SELECT id FROM runs WHERE thread_id = $1 AND resource_id = $2 AND NOT stateless AND ${ACTIVE}`,
       [threadId, resourceId],
     );
     return rows[0]?.id;

@@ -17,6 +17,21 @@ export function runInput(text: string, extra: Record<string, unknown> = {}) {
   };
 }
 
+/**
+ * forwardedProps naming memory as io.Assist sends them on a chat turn: the run is stored in its
+ * thread, created when missing (CONTRACT section 2). A run without them on a new thread is stateless.
+ */
+export const memoryOf = (threadId: string, resource?: string) => ({
+  memory: { thread: threadId, ...(resource !== undefined ? { resource } : {}) },
+});
+
+/** A `runInput` whose run is stored: its forwardedProps name memory for its thread (merged with `extra`'s). */
+export function storedRunInput(text: string, extra: Record<string, unknown> = {}) {
+  const input = runInput(text, extra);
+  const props = (extra.forwardedProps ?? {}) as Record<string, unknown>;
+  return { ...input, forwardedProps: { ...memoryOf(input.threadId), ...props } };
+}
+
 export async function postRun(url: string, body: unknown, init: RequestInit = {}): Promise<Response> {
   return fetch(url, {
     method: 'POST',
