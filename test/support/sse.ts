@@ -25,13 +25,6 @@ export const memoryOf = (threadId: string, resource?: string) => ({
   memory: { thread: threadId, ...(resource !== undefined ? { resource } : {}) },
 });
 
-/** A `runInput` whose run is stored: its forwardedProps name memory for its thread (merged with `extra`'s). */
-export function storedRunInput(text: string, extra: Record<string, unknown> = {}) {
-  const input = runInput(text, extra);
-  const props = (extra.forwardedProps ?? {}) as Record<string, unknown>;
-  return { ...input, forwardedProps: { ...memoryOf(input.threadId), ...props } };
-}
-
 export async function postRun(url: string, body: unknown, init: RequestInit = {}): Promise<Response> {
   return fetch(url, {
     method: 'POST',
