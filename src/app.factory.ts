@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
@@ -12,6 +12,7 @@ import { DomainError, ErrorDetail } from './common/errors';
 import { SafeInputPipe } from './common/safe-input';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
+import { runExample } from './runs/dto/run-agent-input.dto';
 
 const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
 
@@ -24,6 +25,52 @@ function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
     const own = Object.values(e.constraints ?? {}).map((message) => ({ path, message }));
     return [...own, ...flatten(e.children ?? [], path)];
   });
+}
+
+/** Request headers a browser client sends: the AG-UI and io.Assist clients, and @mastra/client-js's own. */
+export const CORS_ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Accept',
+  'X-Resource-Id',
+  'Last-Event-ID',
+  'X-Request-Id',
+  'X-Mastra-Client-Type',
+];
+/** Response headers a browser client may read: the request id, and the back-off of 429 and 503. */
+export const CORS_EXPOSED_HEADERS = [
+  'X-Request-Id',
+  'Retry-After',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+];
+
+/**
+ * CORS for `CORS_ORIGINS`. Never with credentials: clients authenticate with a bearer token in
+ * Authorization (no cookies), and browsers refuse credentials with `*` anyway.
+ */
+export function corsOptions(origins: '*' | string[]) {
+  return {
+    origin: origins,
+    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
+    allowedHeaders: CORS_ALLOWED_HEADERS,
+    exposedHeaders: CORS_EXPOSED_HEADERS,
+    credentials: false,
+    maxAge: 600,
+    // A plain OPTIONS (no Origin) gets the same 204 instead of a text/plain 400 outside the envelope.
+    strictPreflight: false,
+  };
+}
+
+/** A copy of the document whose POST /run example has fresh ids. */
+function withFreshRunExample(doc: OpenAPIObject, runPath: string): OpenAPIObject {
+  const copy = structuredClone(doc);
+  const body = copy.paths[runPath]?.post?.requestBody;
+  const examples = body && 'content' in body ? body.content['application/json']?.examples : undefined;
+  const chat = examples?.chat;
+  if (chat && 'value' in chat) chat.value = runExample();
+  return copy;
 }
 
 /** Builds the application (not listening): shared by main.ts, the e2e tests and the benchmark. */
@@ -69,9 +116,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     securityHeaders(request.raw, reply.raw, (err?: unknown) => done(err instanceof Error ? err : undefined));
   });
-  // Only listed origins may call from a browser; with CORS_ORIGINS empty no CORS headers at all (and
-  // no per-request CORS work), which browsers treat as "same origin only".
-  if (config.corsOrigins.length) app.enableCors({ origin: config.corsOrigins, maxAge: 600 });
+  // Only listed origins (or any, with '*') may call from a browser; with CORS_ORIGINS empty no CORS
+  // headers at all (and no per-request CORS work), which browsers treat as "same origin only".
+  if (config.corsOrigins.length) app.enableCors(corsOptions(config.corsOrigins));
   const metrics = app.get(Metrics);
   app
     .getHttpAdapter()
@@ -118,6 +165,10 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     }
     return doc;
   };
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+  SwaggerModule.setup('docs', app, document, {
+    jsonDocumentUrl: 'docs-json',
+    // Each load of /docs (and /docs-json) offers a run example with unused ids: "Try it out" just works.
+    patchDocumentOnRequest: (_req, _res, doc) => withFreshRunExample(doc, `${config.prefix}/run`),
+  });
   return app;
 }

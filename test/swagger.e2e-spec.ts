@@ -1,24 +1,12 @@
-import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type ConsoleMessage } from 'playwright-core';
+import type { Browser, ConsoleMessage } from 'playwright-core';
+import { ERROR_STATUS } from '../src/common/errors';
 import { startApp, TestApp } from './support/app';
+import { runToFrames } from './support/sse';
+import { launchChromium } from './support/chromium';
 
-/** Debian's `chromium` package; CI installs it (.ci/run). Never a browser that playwright downloads. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  // An operator reaches the service over plain HTTP under a host name (a cluster-internal URL), which the
-  // browser treats unlike 127.0.0.1 (no upgrade exemption): resolve one to this machine's loopback.
-  '--host-resolver-rules=MAP io-bridge.test 127.0.0.1',
-];
 /** Browser notices that are not failures: COOP is ignored on a plain-HTTP origin, as intended. */
 const BENIGN = [/Cross-Origin-Opener-Policy header has been ignored/];
 
@@ -191,6 +179,63 @@ describe('OpenAPI document at /docs-json', () => {
     );
   });
 
+  it('shows, on every error response, an example envelope of each code it names, with its own status', () => {
+    const examplesOf = (method: string, path: string, status: string): Record<string, Json> =>
+      op(method, `${P}${path}`).responses[status].content['application/json'].examples;
+    for (const r of ROUTES) {
+      const operation = op(r.method, `${P}${r.path}`);
+      for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+        if (Number(status) < 400) continue;
+        const where = `${r.method} ${r.path} ${status}`;
+        const examples = examplesOf(r.method, r.path, status) ?? {};
+        const codes = Object.keys(examples);
+        expect({ where, some: codes.length > 0 }).toEqual({ where, some: true });
+        for (const code of codes) {
+          expect({ where, code, status: ERROR_STATUS[code as keyof typeof ERROR_STATUS] }).toEqual({
+            where,
+            code,
+            status: Number(status),
+          });
+          expect({ where, value: examples[code].value }).toEqual({
+            where,
+            value: expect.objectContaining({ statusCode: Number(status), code, message: expect.any(String) }),
+          });
+          expect(response.description).toContain(code);
+        }
+      }
+      expect(Object.keys(examplesOf(r.method, r.path, '401'))).toEqual(['UNAUTHENTICATED']);
+    }
+    expect(Object.keys(examplesOf('post', '/run', '409'))).toEqual(['RUN_ALREADY_EXISTS', 'THREAD_BUSY']);
+    expect(Object.keys(examplesOf('post', '/run', '400'))).toEqual(['VALIDATION_FAILED']);
+    expect(examplesOf('post', '/run', '400').VALIDATION_FAILED.value.details).toEqual([
+      { path: expect.any(String), message: expect.any(String) },
+    ]);
+    expect(Object.keys(examplesOf('post', '/run', '429'))).toEqual(['RATE_LIMITED']);
+    expect(Object.keys(examplesOf('post', '/threads', '409'))).toEqual(['THREAD_ID_CONFLICT']);
+    expect(Object.keys(examplesOf('post', '/runs/{runId}/cancel', '409'))).toEqual(['RUN_NOT_ACTIVE']);
+    expect(Object.keys(examplesOf('get', '/threads', '403'))).toEqual(['FORBIDDEN']);
+  });
+
+  it('offers a POST /run example that runs as it is: fresh ids on every load, no parentRunId', async () => {
+    const example = (d: Json) =>
+      d.paths[`${P}/run`].post.requestBody.content['application/json'].examples.chat;
+    const again = (await (await fetch(`${t.baseUrl}/docs-json`)).json()) as Json;
+    const [first, second] = [example(doc).value, example(again).value];
+    expect(Object.keys(first).sort()).toEqual(['context', 'messages', 'runId', 'threadId', 'tools']);
+    expect(second.runId).not.toBe(first.runId);
+    expect(second.messages[0].id).not.toBe(first.messages[0].id);
+    expect(op('post', `${P}/run`).requestBody.description).toContain('new runId');
+    // Swagger UI's own copy of the document is fresh too.
+    const init = await (await fetch(`${t.baseUrl}/docs/swagger-ui-init.js`)).text();
+    const inUi = /"runId":\s*"(run-[0-9a-f-]{36})"/.exec(init)?.[1];
+    expect(inUi).toEqual(expect.stringMatching(/^run-/));
+    expect([first.runId, second.runId]).not.toContain(inUi);
+    // Sent as it is, the example is a valid run.
+    const { res, frames } = await runToFrames(t.runUrl, first);
+    expect(res.status).toBe(200);
+    expect(frames.at(-1)?.event.type).toBe('RUN_FINISHED');
+  });
+
   it('documents POST /run: RunAgentInputDto in, a text/event-stream of the AG-UI event union out', () => {
     const run = op('post', `${P}/run`);
     expect(run.requestBody.required).toBe(true);
@@ -332,13 +377,7 @@ describe('Swagger UI at /docs, in headless Chromium', () => {
   });
 
   it('shows the route groups and executes GET /io-bridge/agents through "Try it out"', async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `Chromium is not installed at ${CHROMIUM}: install Debian's package (apt-get install -y chromium) ` +
-          'or set CHROMIUM_PATH. This test must not be skipped.',
-      );
-    }
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
+    browser = await launchChromium();
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('console', (m: ConsoleMessage) => {
@@ -378,6 +417,14 @@ describe('Swagger UI at /docs, in headless Chromium', () => {
     expect(body).toContain('"assistant"');
     expect(body).toContain('defaultAgentId');
     await expect(agents.locator('.request-url').innerText()).resolves.toContain(`${origin}/io-bridge/agents`);
+
+    // "Try it out" on POST /run starts from the documented example: fresh ids, no generated parentRunId.
+    const run = page.locator('#operations-runs-RunsController_run');
+    await run.locator('.opblock-summary').click();
+    await run.getByRole('button', { name: 'Try it out' }).click();
+    const offered = JSON.parse(await run.locator('textarea.body-param__text').inputValue()) as Json;
+    expect(Object.keys(offered).sort()).toEqual(['context', 'messages', 'runId', 'threadId', 'tools']);
+    expect(offered.runId).toMatch(/^run-[0-9a-f-]{36}$/);
 
     if (process.env.SWAGGER_SCREENSHOT) {
       await page.screenshot({

@@ -1,20 +1,11 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import {
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
-import { ErrorEnvelope } from '../common/error-envelope.dto';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../common/api-errors.decorator';
 import { AgentsService } from './agents.service';
 import { AgentsList, AgentView } from './dto/agent-view.dto';
 
 @ApiTags('agents')
-@ApiUnauthorizedResponse({
-  type: ErrorEnvelope,
-  description: 'UNAUTHENTICATED: missing or invalid bearer token',
-})
+@ApiErrors({ UNAUTHENTICATED: 'missing or invalid bearer token' })
 @Controller('agents')
 export class AgentsController {
   constructor(private readonly agents: AgentsService) {}
@@ -33,7 +24,7 @@ export class AgentsController {
   @Get(':agentId')
   @ApiOperation({ summary: 'Read an agent' })
   @ApiOkResponse({ type: AgentView })
-  @ApiNotFoundResponse({ type: ErrorEnvelope, description: 'NOT_FOUND: unknown agent' })
+  @ApiErrors({ NOT_FOUND: 'unknown agent' })
   get(@Param('agentId') agentId: string): AgentView {
     return this.agents.view(agentId);
   }

@@ -223,6 +223,18 @@ describe('loadConfig', () => {
       },
     );
 
+    it.each([
+      ['*', '*'],
+      [' * ', '*'],
+      ['https://app.example.com', ['https://app.example.com']],
+      [
+        ' https://app.example.com, http://localhost:4200 ,,http://[::1]:8080',
+        ['https://app.example.com', 'http://localhost:4200', 'http://[::1]:8080'],
+      ],
+    ])('CORS_ORIGINS=%j is %j', (value, expected) => {
+      expect(loadConfig({ CORS_ORIGINS: value }).corsOrigins).toEqual(expected);
+    });
+
     it('OPENAI_BASE_URL with a provider/model MODEL configures an OpenAI-compatible server', () => {
       const config = loadConfig({ MODEL: 'ollama/llama3.1', OPENAI_BASE_URL: 'http://localhost:11434/v1' });
       expect(config.model).toEqual({
@@ -291,6 +303,22 @@ describe('loadConfig', () => {
       ['AUTH_HEADER', 'x user'],
     ])('%s=%s', (name, value) => {
       expect(namedVariables(configError({ MODEL: 'openai/gpt-4o-mini', [name]: value }))).toEqual([name]);
+    });
+
+    it.each([
+      ['app.example.com', 'is not an origin such as https://app.example.com'],
+      ['ftp://files.example.com', 'is not an origin'],
+      ['https://app.example.com/', 'did you mean https://app.example.com?'],
+      ['https://app.example.com/chat', 'did you mean https://app.example.com?'],
+      ['https://App.Example.com', 'did you mean https://app.example.com?'],
+      ['https://app.example.com:443', 'did you mean https://app.example.com?'],
+      ['https://*.example.com', 'wildcards inside an origin are not supported'],
+      ['*,https://app.example.com', "'*' allows any origin: use it alone"],
+      ['https://ok.example.com,null', "'null' is not an origin"],
+    ])('CORS_ORIGINS=%s', (value, reason) => {
+      const error = configError({ CORS_ORIGINS: value });
+      expect(namedVariables(error)).toEqual(['CORS_ORIGINS']);
+      expect(error.message).toContain(reason);
     });
 
     it('names every bad variable at once', () => {

@@ -5,6 +5,38 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
+/** Why a CORS_ORIGINS entry is not an origin as a browser sends it in `Origin`, or undefined when it is. */
+function originProblem(entry: string): string | undefined {
+  const example = 'an origin such as https://app.example.com or http://localhost:4200';
+  if (entry.includes('*'))
+    return `'${entry}': wildcards inside an origin are not supported; list each origin, or '*' alone`;
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    return `'${entry}' is not ${example}`;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `'${entry}' is not ${example}`;
+  // A browser compares the exact text: a path, a trailing slash, upper case or a default port never match.
+  if (url.origin !== entry) return `'${entry}' is not ${example}; did you mean ${url.origin}?`;
+  return undefined;
+}
+
+/** `*` (any origin), or a comma-separated list of origins; empty means no browser origin. */
+const corsOrigins = z.string().transform((value, ctx): '*' | string[] => {
+  const entries = value
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
+  if (entries.includes('*')) {
+    if (entries.length > 1) ctx.addIssue({ code: 'custom', message: "'*' allows any origin: use it alone" });
+    return '*';
+  }
+  for (const problem of entries.map(originProblem))
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  return entries;
+});
+
 /** Every variable the service reads, validated once at boot. */
 const envSchema = z.object({
   NODE_ENV: z.string().default('development'),
@@ -55,7 +87,7 @@ const envSchema = z.object({
   MODEL_MAX_RETRIES: int(0, 20).default(5),
   AGENTS_CONFIG: z.string().min(1).optional(),
   SHUTDOWN_GRACE_MS: int(0, 3_600_000).default(20_000),
-  CORS_ORIGINS: z.string().optional(),
+  CORS_ORIGINS: corsOrigins.optional(),
   RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(120),
   AUTH_MODE: z.enum(['none', 'jwt', 'header']).default('none'),
   OIDC_ISSUER: z.url().optional(),
@@ -119,8 +151,8 @@ export type AppConfig = {
   ceilings: { maxTokens: number; maxSteps: number; maxRetries: number; maxLastMessages: number };
   /** On SIGTERM, how long active runs may go on before they end with SHUTTING_DOWN. */
   shutdownGraceMs: number;
-  /** Origins allowed by CORS; none when empty. */
-  corsOrigins: string[];
+  /** Origins a browser may call from: `*` for any, none when empty. */
+  corsOrigins: '*' | string[];
   /** `POST /run` per owner per minute, per instance. */
   rateLimitPerMinute: number;
   /** A JSON file overriding agents' model and instructions (e.g. a mounted ConfigMap). */
@@ -213,10 +245,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     agentsConfigPath: e.AGENTS_CONFIG,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
-    corsOrigins: (e.CORS_ORIGINS ?? '')
-      .split(',')
-      .map((o) => o.trim())
-      .filter(Boolean),
+    corsOrigins: e.CORS_ORIGINS ?? [],
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     agentEnv: Object.fromEntries(
       Object.entries(cleaned).filter(([key]) => /^AGENT_[A-Z0-9_]+_(MODEL|INSTRUCTIONS)$/.test(key)),

@@ -1,27 +1,21 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res, UseGuards } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
-  ApiBadRequestResponse,
-  ApiConflictResponse,
+  ApiBody,
   ApiExtraModels,
-  ApiForbiddenResponse,
   ApiHeader,
-  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiPayloadTooLargeResponse,
-  ApiServiceUnavailableResponse,
   ApiTags,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
+  getSchemaPath,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentPrincipal, type Principal } from '../auth/principal';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
-import { ErrorEnvelope } from '../common/error-envelope.dto';
-import { RunAgentInputDto } from './dto/run-agent-input.dto';
+import { ApiErrors } from '../common/api-errors.decorator';
+import { RunAgentInputDto, runExample } from './dto/run-agent-input.dto';
 import { AcceptedView, RunView } from './dto/run-view.dto';
 import { AgUiEventFrame, RUN_STREAM_CONTENT, RUN_STREAM_DESCRIPTION } from './dto/run-events.dto';
 import { ToolResultDto } from './dto/tool-result.dto';
@@ -38,13 +32,9 @@ import { SseWriter } from './sse-writer';
   required: false,
   description: 'The owner scope with AUTH_MODE=none (or forwardedProps.resourceId / ?resourceId=)',
 })
-@ApiUnauthorizedResponse({
-  type: ErrorEnvelope,
-  description: 'UNAUTHENTICATED: missing or invalid bearer token',
-})
-@ApiForbiddenResponse({
-  type: ErrorEnvelope,
-  description: "FORBIDDEN: the resourceId named is not the caller's",
+@ApiErrors({
+  UNAUTHENTICATED: 'missing or invalid bearer token',
+  FORBIDDEN: "the resourceId named is not the caller's",
 })
 @Controller()
 export class RunsController {
@@ -60,32 +50,26 @@ export class RunsController {
   @HttpCode(200)
   @UseGuards(RunRateLimitGuard)
   @ApiOperation({ summary: 'Start a run and stream its AG-UI events', description: RUN_STREAM_DESCRIPTION })
-  @ApiExtraModels(AgUiEventFrame)
+  @ApiExtraModels(AgUiEventFrame, RunAgentInputDto)
+  @ApiBody({
+    required: true,
+    description: 'A RunAgentInput. Every run needs a new runId: change it before sending the example again.',
+    schema: { $ref: getSchemaPath(RunAgentInputDto) },
+    examples: { chat: { summary: 'A chat turn (fresh runId on every load)', value: runExample() } },
+  })
   @ApiOkResponse({
     description:
       'An SSE stream of AG-UI events: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STEP_*, REASONING_*, then exactly one RUN_FINISHED or RUN_ERROR',
     content: RUN_STREAM_CONTENT,
   })
-  @ApiBadRequestResponse({
-    type: ErrorEnvelope,
-    description: 'VALIDATION_FAILED: the body is not a valid RunAgentInput, or not JSON',
-  })
-  @ApiNotFoundResponse({
-    type: ErrorEnvelope,
-    description: 'NOT_FOUND: unknown forwardedProps.agentId, or a thread another owner holds',
-  })
-  @ApiConflictResponse({
-    type: ErrorEnvelope,
-    description: 'RUN_ALREADY_EXISTS: the runId was used before; THREAD_BUSY: the thread has an active run',
-  })
-  @ApiPayloadTooLargeResponse({ type: ErrorEnvelope, description: 'PAYLOAD_TOO_LARGE' })
-  @ApiTooManyRequestsResponse({
-    type: ErrorEnvelope,
-    description: 'RATE_LIMITED: too many runs for this owner',
-  })
-  @ApiServiceUnavailableResponse({
-    type: ErrorEnvelope,
-    description: 'SHUTTING_DOWN: this instance is draining; retry',
+  @ApiErrors({
+    VALIDATION_FAILED: 'the body is not a valid RunAgentInput, or not JSON',
+    NOT_FOUND: 'unknown forwardedProps.agentId, or a thread another owner holds',
+    RUN_ALREADY_EXISTS: 'the runId was used before: use a new runId for every run',
+    THREAD_BUSY: 'the thread has an active run',
+    PAYLOAD_TOO_LARGE: 'the body is larger than MAX_BODY_BYTES',
+    RATE_LIMITED: 'too many runs for this owner; retry after Retry-After seconds',
+    SHUTTING_DOWN: 'this instance is draining; retry',
   })
   async run(
     @Body() input: RunAgentInputDto,
@@ -125,19 +109,13 @@ export class RunsController {
     type: AcceptedView,
     description: 'The result reached the run, or is kept for a call the run has not registered yet',
   })
-  @ApiBadRequestResponse({
-    type: ErrorEnvelope,
-    description: 'VALIDATION_FAILED: not an object, or neither content nor error',
-  })
-  @ApiNotFoundResponse({
-    type: ErrorEnvelope,
-    description:
-      `NOT_FOUND: unknown run (or another owner's), or a live run already keeping ${EARLY_RESULTS_PER_RUN} ` +
+  @ApiErrors({
+    VALIDATION_FAILED: 'not an object, or neither content nor error',
+    NOT_FOUND:
+      `unknown run (or another owner's), or a live run already keeping ${EARLY_RESULTS_PER_RUN} ` +
       'results for calls it has not registered',
-  })
-  @ApiConflictResponse({
-    type: ErrorEnvelope,
-    description: 'TOOL_RESULT_ALREADY_SUBMITTED, or RUN_NOT_ACTIVE for an ended run',
+    TOOL_RESULT_ALREADY_SUBMITTED: 'this tool call has its result already',
+    RUN_NOT_ACTIVE: 'the run has ended',
   })
   async submitToolResult(
     @Param('runId') runId: string,
@@ -162,8 +140,7 @@ export class RunsController {
   @HttpCode(202)
   @ApiOperation({ summary: 'Cancel a run (its stream ends with RUN_ERROR CANCELLED)' })
   @ApiAcceptedResponse({ type: AcceptedView, description: 'The run is being cancelled' })
-  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown run, or another owner's" })
-  @ApiConflictResponse({ type: ErrorEnvelope, description: 'RUN_NOT_ACTIVE: the run has ended' })
+  @ApiErrors({ NOT_FOUND: "unknown run, or another owner's", RUN_NOT_ACTIVE: 'the run has ended' })
   async cancel(
     @Param('runId') runId: string,
     @CurrentPrincipal() principal: Principal,
@@ -176,7 +153,7 @@ export class RunsController {
   @Get('runs/:runId')
   @ApiOperation({ summary: "Read a run's status and the tool calls it waits for" })
   @ApiOkResponse({ type: RunView })
-  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown run, or another owner's" })
+  @ApiErrors({ NOT_FOUND: "unknown run, or another owner's" })
   getRun(@Param('runId') runId: string, @CurrentPrincipal() principal: Principal): Promise<RunView> {
     return this.runs.get(runId, principal);
   }

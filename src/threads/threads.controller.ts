@@ -1,20 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import {
-  ApiBadRequestResponse,
-  ApiConflictResponse,
   ApiCreatedResponse,
-  ApiForbiddenResponse,
   ApiHeader,
   ApiNoContentResponse,
-  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
-  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentPrincipal, type Principal } from '../auth/principal';
-import { ErrorEnvelope } from '../common/error-envelope.dto';
+import { ApiErrors } from '../common/api-errors.decorator';
 import {
   CreateThreadDto,
   ListMessagesQueryDto,
@@ -33,13 +28,9 @@ import { ThreadsService } from './threads.service';
   description:
     'The owner scope with AUTH_MODE=none; with authentication, an ADMIN_ROLE caller may read (only) another owner',
 })
-@ApiUnauthorizedResponse({
-  type: ErrorEnvelope,
-  description: 'UNAUTHENTICATED: missing or invalid bearer token',
-})
-@ApiForbiddenResponse({
-  type: ErrorEnvelope,
-  description: "FORBIDDEN: the resourceId named is not the caller's",
+@ApiErrors({
+  UNAUTHENTICATED: 'missing or invalid bearer token',
+  FORBIDDEN: "the resourceId named is not the caller's",
 })
 @Controller('threads')
 export class ThreadsController {
@@ -50,10 +41,9 @@ export class ThreadsController {
   @ApiOperation({ summary: 'Create a thread' })
   @ApiCreatedResponse({ type: ThreadView })
   @ApiOkResponse({ type: ThreadView, description: 'The thread existed already' })
-  @ApiBadRequestResponse({ type: ErrorEnvelope, description: 'VALIDATION_FAILED' })
-  @ApiConflictResponse({
-    type: ErrorEnvelope,
-    description: 'THREAD_ID_CONFLICT: another owner holds this id',
+  @ApiErrors({
+    VALIDATION_FAILED: 'a bad id, title, agentId or metadata',
+    THREAD_ID_CONFLICT: 'another owner holds this id',
   })
   async create(
     @Body() dto: CreateThreadDto,
@@ -69,10 +59,7 @@ export class ThreadsController {
   @Get()
   @ApiOperation({ summary: "List the owner's threads, newest first" })
   @ApiOkResponse({ type: ThreadsPage })
-  @ApiBadRequestResponse({
-    type: ErrorEnvelope,
-    description: 'VALIDATION_FAILED: limit outside 1-100 or a bad cursor',
-  })
+  @ApiErrors({ VALIDATION_FAILED: 'limit outside 1-100 or a bad cursor' })
   list(@Query() query: ListThreadsQueryDto, @CurrentPrincipal() principal: Principal): Promise<ThreadsPage> {
     return this.threads.list(query, principal);
   }
@@ -80,7 +67,7 @@ export class ThreadsController {
   @Get(':threadId')
   @ApiOperation({ summary: 'Read a thread' })
   @ApiOkResponse({ type: ThreadView })
-  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown thread, or another owner's" })
+  @ApiErrors({ NOT_FOUND: "unknown thread, or another owner's" })
   get(@Param('threadId') id: string, @CurrentPrincipal() principal: Principal): Promise<ThreadView> {
     return this.threads.get(id, principal);
   }
@@ -88,8 +75,10 @@ export class ThreadsController {
   @Patch(':threadId')
   @ApiOperation({ summary: 'Rename a thread or replace its metadata' })
   @ApiOkResponse({ type: ThreadView })
-  @ApiBadRequestResponse({ type: ErrorEnvelope, description: 'VALIDATION_FAILED' })
-  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown thread, or another owner's" })
+  @ApiErrors({
+    VALIDATION_FAILED: 'a bad title or metadata',
+    NOT_FOUND: "unknown thread, or another owner's",
+  })
   update(
     @Param('threadId') id: string,
     @Body() dto: UpdateThreadDto,
@@ -103,7 +92,7 @@ export class ThreadsController {
   @HttpCode(204)
   @ApiOperation({ summary: 'Delete a thread and its messages (a run in progress is cancelled first)' })
   @ApiNoContentResponse({ description: 'Deleted' })
-  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown thread, or another owner's" })
+  @ApiErrors({ NOT_FOUND: "unknown thread, or another owner's" })
   delete(@Param('threadId') id: string, @CurrentPrincipal() principal: Principal): Promise<void> {
     return this.threads.delete(id, principal);
   }
@@ -112,11 +101,10 @@ export class ThreadsController {
   @Get(':threadId/messages')
   @ApiOperation({ summary: "Read a thread's messages, latest page first, oldest first within it" })
   @ApiOkResponse({ type: MessagesPage })
-  @ApiBadRequestResponse({
-    type: ErrorEnvelope,
-    description: 'VALIDATION_FAILED: limit outside 1-500, a bad cursor or format',
+  @ApiErrors({
+    VALIDATION_FAILED: 'limit outside 1-500, a bad cursor or format',
+    NOT_FOUND: "unknown thread, or another owner's",
   })
-  @ApiNotFoundResponse({ type: ErrorEnvelope, description: "NOT_FOUND: unknown thread, or another owner's" })
   messages(
     @Param('threadId') id: string,
     @Query() query: ListMessagesQueryDto,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
@@ -257,4 +258,18 @@ export class RunAgentInputDto {
   @IsOptional()
   @IsObject()
   forwardedProps?: Record<string, unknown>;
+}
+
+/**
+ * The body Swagger UI offers for `POST /run`. Fresh ids on every call (the served document gets a new one
+ * per request), and only what a chat turn needs: a generated example would carry a junk `parentRunId`.
+ */
+export function runExample(): Record<string, unknown> {
+  return {
+    threadId: 'thread-1',
+    runId: `run-${randomUUID()}`,
+    messages: [{ id: `msg-${randomUUID()}`, role: 'user', content: 'Hello' }],
+    tools: [],
+    context: [],
+  };
 }
