@@ -36,7 +36,8 @@ import { SseWriter } from './sse-writer';
 @ApiHeader({
   name: 'X-Resource-Id',
   required: false,
-  description: 'The owner scope with AUTH_MODE=none (or forwardedProps.resourceId / ?resourceId=)',
+  description:
+    'The owner scope with AUTH_MODE=none, percent-encoded UTF-8 (or forwardedProps.resourceId / ?resourceId=)',
 })
 @ApiUnauthorizedResponse({
   type: ErrorEnvelope,
@@ -127,7 +128,7 @@ export class RunsController {
   })
   @ApiBadRequestResponse({
     type: ErrorEnvelope,
-    description: 'VALIDATION_FAILED: not an object, or neither content nor error',
+    description: 'VALIDATION_FAILED: not an object, or none of content, result and error',
   })
   @ApiNotFoundResponse({
     type: ErrorEnvelope,
@@ -148,12 +149,13 @@ export class RunsController {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new DomainError('VALIDATION_FAILED', 'The body must be an object with content or error');
     }
-    if (body.content === undefined && body.error === undefined) {
+    const content = body.content !== undefined ? body.content : body.result;
+    if (content === undefined && body.error === undefined) {
       throw new DomainError('VALIDATION_FAILED', 'The body needs content or error', [
-        { path: 'content', message: 'content or error is required' },
+        { path: 'content', message: 'content (or result) or error is required' },
       ]);
     }
-    await this.runs.submitToolResult(runId, toolCallId, principal, body);
+    await this.runs.submitToolResult(runId, toolCallId, principal, { content, error: body.error });
     return { accepted: true };
   }
 
