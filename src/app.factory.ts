@@ -134,6 +134,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.useGlobalPipes(
     new SafeInputPipe(),
     new ValidationPipe({
+      // Unknown fields are dropped, never refused (AG-UI clients send extras): no forbidNonWhitelisted.
       whitelist: true,
       transform: true,
       exceptionFactory: (errors) =>

@@ -327,7 +327,7 @@ describe('OpenAPI document at /docs-json', () => {
     expect(props('CreateThreadDto')).toEqual(['id', 'title', 'agentId', 'metadata']);
     expect(props('UpdateThreadDto')).toEqual(['title', 'metadata']);
     expect(props('MessagesPage')).toEqual(['messages', 'nextCursor']);
-    expect(props('ToolResultDto')).toEqual(['content', 'error']);
+    expect(props('ToolResultDto')).toEqual(['content', 'result', 'error']);
 
     const params = (method: string, path: string) =>
       Object.fromEntries((op(method, path).parameters as Json[]).map((p) => [`${p.in}:${p.name}`, p.schema]));

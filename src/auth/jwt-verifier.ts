@@ -5,6 +5,7 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { claimAt, hasRole } from './claims';
 import { Principal, RESOURCE_ID } from './principal';
+import { ID_RULE } from '../common/ids';
 
 /** Asymmetric signatures only: never `none`, never an HMAC whose "secret" could be the published public key. */
 export const JWT_ALGORITHMS = [
@@ -62,9 +63,7 @@ export class JwtVerifier {
     }
     const resourceId = claimAt(payload, auth.resourceIdClaim);
     if (typeof resourceId !== 'string' || !RESOURCE_ID.test(resourceId)) {
-      throw new TokenRejected(
-        `claim '${auth.resourceIdClaim}' is missing or not 1-200 printable ASCII characters`,
-      );
+      throw new TokenRejected(`claim '${auth.resourceIdClaim}' is missing or not ${ID_RULE}`);
     }
     const admin =
       auth.adminRole !== undefined && hasRole(claimAt(payload, auth.adminRoleClaim), auth.adminRole);

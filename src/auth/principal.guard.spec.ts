@@ -83,10 +83,29 @@ describe('PrincipalGuard', () => {
       expect(await run({ headers: { 'x-resource-id': 'c' } })).toEqual({ resourceId: 'c', admin: false });
     });
 
+    it('takes a Unicode owner from the body and the query, and percent-decoded from X-Resource-Id', async () => {
+      const owner = 'josé.martín@corp.example';
+      expect(await run({ body: { forwardedProps: { resourceId: owner } } })).toMatchObject({
+        resourceId: owner,
+      });
+      expect(await run({ query: { resourceId: owner } })).toMatchObject({ resourceId: owner });
+      const encoded = encodeURIComponent(owner);
+      expect(await run({ headers: { 'x-resource-id': encoded } })).toMatchObject({ resourceId: owner });
+      expect(await run({ headers: { 'x-resource-id': '100%25 sure' } })).toMatchObject({
+        resourceId: '100% sure',
+      });
+    });
+
     it.each([
       [{ query: { resourceId: ['a', 'b'] } }, 'resourceId'],
-      [{ headers: { 'x-resource-id': 'has space' } }, 'x-resource-id'],
+      [{ query: { resourceId: 'a\u0001b' } }, 'resourceId'],
+      [{ headers: { 'x-resource-id': 'a\tb' } }, 'x-resource-id'],
+      [{ headers: { 'x-resource-id': 'a%0Ab' } }, 'x-resource-id'],
+      [{ headers: { 'x-resource-id': '100%' } }, 'x-resource-id'],
+      // Raw bytes beyond ASCII arrive as latin1: `josé` sent as UTF-8 would read as `josÃ©`.
+      [{ headers: { 'x-resource-id': 'jos\u00c3\u00a9' } }, 'x-resource-id'],
       [{ body: { forwardedProps: { resourceId: 7 } } }, 'forwardedProps.resourceId'],
+      [{ body: { forwardedProps: { resourceId: 'x'.repeat(201) } } }, 'forwardedProps.resourceId'],
     ])('refuses an invalid resourceId (%j) with VALIDATION_FAILED', async (req, path) => {
       const { run: guarded } = setup({});
       await expect(domainError(guarded(req))).resolves.toMatchObject({
@@ -199,7 +218,7 @@ describe('PrincipalGuard', () => {
       ['10.1.2.3', {}],
       ['10.1.2.3', { 'x-auth-request-user': '' }],
       ['10.1.2.3', { 'x-auth-request-user': ['carol', 'dave'] }],
-      ['10.1.2.3', { 'x-auth-request-user': 'has space' }],
+      ['10.1.2.3', { 'x-auth-request-user': 'has\ttab' }],
     ])('from %s with %j is 401 Authentication required', async (remoteAddress, headers) => {
       jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
       const { run } = setup(env);
@@ -286,7 +305,7 @@ describe('scopeToCaller', () => {
     expect(() => scopeToCaller(admin, named(undefined, 'alice', 'bob'), true)).toThrow(
       expect.objectContaining({ code: 'FORBIDDEN' }),
     );
-    expect(() => scopeToCaller(admin, named(undefined, 'has space'), true)).toThrow(
+    expect(() => scopeToCaller(admin, named(undefined, 'has\u0001control'), true)).toThrow(
       expect.objectContaining({ code: 'VALIDATION_FAILED' }),
     );
   });

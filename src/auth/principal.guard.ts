@@ -3,6 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { BlockList } from 'node:net';
 import { DomainError } from '../common/errors';
+import { ID_RULE } from '../common/ids';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { isListed, trustedProxyList } from './addresses';
@@ -18,6 +19,23 @@ type IncomingRequest = RequestWithPrincipal & {
   socket?: { remoteAddress?: string };
 };
 
+/** An X-Resource-Id that is not percent-encoded UTF-8: named, and never a valid owner. */
+const UNDECODABLE = Symbol('undecodable X-Resource-Id');
+
+/**
+ * Header values travel as latin1 bytes, so X-Resource-Id carries the owner percent-encoded (UTF-8, `%`
+ * itself as `%25`), as a query string does. Raw bytes beyond ASCII are refused, not guessed at.
+ */
+export function decodeResourceHeader(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  if (!/^[\x20-\x7E]*$/.test(value)) return UNDECODABLE;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return UNDECODABLE;
+  }
+}
+
 /** The places a client may name an owner (CONTRACT sections 6 and 7), with the value sent there, if any. */
 function requestedResources(req: IncomingRequest): Array<[string, unknown]> {
   const fromBody = (req.body as { forwardedProps?: { resourceId?: unknown } } | undefined)?.forwardedProps
@@ -25,14 +43,15 @@ function requestedResources(req: IncomingRequest): Array<[string, unknown]> {
   return [
     ['forwardedProps.resourceId', fromBody],
     ['resourceId', req.query?.resourceId],
-    ['x-resource-id', req.headers['x-resource-id']],
+    ['x-resource-id', decodeResourceHeader(req.headers['x-resource-id'])],
   ];
 }
 
 function checkedResourceId(path: string, value: unknown): string {
   if (typeof value !== 'string' || !RESOURCE_ID.test(value)) {
+    const encoding = path === 'x-resource-id' ? ', percent-encoded UTF-8' : '';
     throw new DomainError('VALIDATION_FAILED', 'Invalid resourceId', [
-      { path, message: 'must be 1-200 printable ASCII characters without spaces' },
+      { path, message: `must be ${ID_RULE}${encoding}` },
     ]);
   }
   return value;
@@ -61,7 +80,8 @@ export function scopeToCaller(
 
 /**
  * Resolves who is calling, once per request, by AUTH_MODE (CONTRACT section 7):
- * - `none`: `forwardedProps.resourceId`, the `resourceId` query parameter or `X-Resource-Id`, else `anonymous`;
+ * - `none`: `forwardedProps.resourceId`, the `resourceId` query parameter or `X-Resource-Id` (percent-encoded),
+ *   else `anonymous`;
  * - `jwt`: the RESOURCE_ID_CLAIM of a verified bearer token;
  * - `header`: the AUTH_HEADER set by an authenticating proxy, only from TRUSTED_PROXIES.
  * Routes marked @Public() are skipped and get no principal.

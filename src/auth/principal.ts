@@ -12,7 +12,7 @@ export type Principal = {
 
 export const ANONYMOUS_RESOURCE = 'anonymous';
 
-/** What a resourceId may look like, whoever names it: 1-200 printable ASCII characters, no spaces. */
+/** What a resourceId may look like, whoever names it: an id (common/ids.ts). */
 export const RESOURCE_ID = ID_PATTERN;
 
 export type RequestWithPrincipal = { principal?: Principal };

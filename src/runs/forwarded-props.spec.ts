@@ -96,7 +96,25 @@ describe('parseForwardedProps', () => {
     expect(problems({ structuredOutput: { schema: { type: 12 } } })).toEqual([
       'forwardedProps.structuredOutput.schema',
     ]);
-    expect(problems({ structuredOutput: {} })).toEqual(['forwardedProps.structuredOutput.schema']);
+    expect(problems({ structuredOutput: { schema: '{"type":' } })).toEqual([
+      'forwardedProps.structuredOutput.schema',
+    ]);
+    expect(problems({ structuredOutput: { schema: '"text"' } })).toEqual([
+      'forwardedProps.structuredOutput.schema',
+    ]);
+  });
+
+  it('ignores a structuredOutput without a schema, as io.Assist sends on plain requests', () => {
+    for (const structuredOutput of [{}, { schema: undefined }, { schema: null }, null]) {
+      expect(parse({ structuredOutput })).not.toHaveProperty('structuredOutput');
+    }
+  });
+
+  it('parses a schema sent as JSON text', () => {
+    const schema = { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] };
+    expect(parse({ structuredOutput: { schema: JSON.stringify(schema) } }).structuredOutput).toEqual({
+      schema,
+    });
   });
 
   it('reads memoryOptions and io.Assist memory.options, memoryOptions winning', () => {

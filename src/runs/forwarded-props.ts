@@ -27,6 +27,7 @@ export type RunOptions = {
   generateTitle: boolean;
   /** The request names memory (`memory.thread`, `memoryOptions` or `memory.options`): the run is stored in its thread. */
   namesMemory: boolean;
+  /** Absent also when the client sent `structuredOutput` without a schema. */
   structuredOutput?: { schema: Record<string, unknown> };
   extras: Record<string, unknown>;
 };
@@ -43,6 +44,15 @@ const KNOWN = new Set([
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 const clamp = (v: number, min: number, max: number) => Math.min(max, Math.max(min, v));
+
+const NOT_JSON = Symbol('not JSON');
+const parsedJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return NOT_JSON;
+  }
+};
 
 /**
  * Reads `forwardedProps`. A known key of the wrong type is a 400 naming it; a number outside its
@@ -128,14 +138,14 @@ export function parseForwardedProps(
     (memory.options !== undefined && memory.options !== null);
 
   let structuredOutput: RunOptions['structuredOutput'];
-  if (p.structuredOutput !== undefined) {
-    const so = object(p.structuredOutput, 'forwardedProps.structuredOutput');
-    const problem = jsonSchemaProblem(so.schema);
-    if (problem) {
-      problems.push({ path: 'forwardedProps.structuredOutput.schema', message: problem });
-    } else {
-      structuredOutput = { schema: so.schema as Record<string, unknown> };
-    }
+  const so = object(p.structuredOutput, 'forwardedProps.structuredOutput');
+  const schemaPath = 'forwardedProps.structuredOutput.schema';
+  // io.Assist sends `{}` or `{schema: undefined}` on plain requests, and sometimes the schema as JSON text.
+  if (so.schema !== undefined && so.schema !== null) {
+    const schema = typeof so.schema === 'string' ? parsedJson(so.schema) : so.schema;
+    const problem = schema === NOT_JSON ? 'is a string that is not JSON' : jsonSchemaProblem(schema);
+    if (problem) problems.push({ path: schemaPath, message: problem });
+    else structuredOutput = { schema: schema as Record<string, unknown> };
   }
 
   if (problems.length) throw new DomainError('VALIDATION_FAILED', 'Invalid forwardedProps', problems);

@@ -30,7 +30,8 @@ import { SseWriter } from './sse-writer';
 @ApiHeader({
   name: 'X-Resource-Id',
   required: false,
-  description: 'The owner scope with AUTH_MODE=none (or forwardedProps.resourceId / ?resourceId=)',
+  description:
+    'The owner scope with AUTH_MODE=none, percent-encoded UTF-8 (or forwardedProps.resourceId / ?resourceId=)',
 })
 @ApiErrors({
   UNAUTHENTICATED: 'missing or invalid bearer token',
@@ -110,7 +111,7 @@ export class RunsController {
     description: 'The result reached the run, or is kept for a call the run has not registered yet',
   })
   @ApiErrors({
-    VALIDATION_FAILED: 'not an object, or neither content nor error',
+    VALIDATION_FAILED: 'not an object, or none of content, result and error',
     NOT_FOUND:
       `unknown run (or another owner's), or a live run already keeping ${EARLY_RESULTS_PER_RUN} ` +
       'results for calls it has not registered',
@@ -126,12 +127,13 @@ export class RunsController {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new DomainError('VALIDATION_FAILED', 'The body must be an object with content or error');
     }
-    if (body.content === undefined && body.error === undefined) {
+    const content = body.content !== undefined ? body.content : body.result;
+    if (content === undefined && body.error === undefined) {
       throw new DomainError('VALIDATION_FAILED', 'The body needs content or error', [
-        { path: 'content', message: 'content or error is required' },
+        { path: 'content', message: 'content (or result) or error is required' },
       ]);
     }
-    await this.runs.submitToolResult(runId, toolCallId, principal, body);
+    await this.runs.submitToolResult(runId, toolCallId, principal, { content, error: body.error });
     return { accepted: true };
   }
 

@@ -16,7 +16,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { JsonSchemaObject, MessageContent } from './validators';
-import { ID_MESSAGE, ID_PATTERN } from '../../common/ids';
+import { ID_MESSAGE, ID_PATTERN, ID_SCHEMA } from '../../common/ids';
 
 export const MESSAGE_ROLES = [
   'user',
@@ -29,8 +29,8 @@ export const MESSAGE_ROLES = [
 ] as const;
 export type MessageRole = (typeof MESSAGE_ROLES)[number];
 
-/** Ids name threads, runs, messages and tool calls in URLs and logs: printable, no spaces. */
-const ID_PROPERTY = { pattern: ID_PATTERN.source, minLength: 1, maxLength: 200 };
+/** Ids name threads, runs, messages and tool calls: see common/ids.ts. */
+const ID_PROPERTY = ID_SCHEMA;
 
 /** The OpenAPI schema of a field that holds any JSON value. */
 export const ANY_JSON_VALUE = {

@@ -2,7 +2,7 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
 import { ANY_JSON_VALUE } from './run-agent-input.dto';
 
-/** A frontend tool's result: `content` (any JSON value) or `error` (a failure the model sees). */
+/** A frontend tool's result: `content` (or `result`, any JSON value) or `error` (a failure the model sees). */
 export class ToolResultDto {
   @ApiPropertyOptional({
     ...ANY_JSON_VALUE,
@@ -11,6 +11,14 @@ export class ToolResultDto {
   })
   @IsOptional()
   content?: unknown;
+
+  @ApiPropertyOptional({
+    ...ANY_JSON_VALUE,
+    description:
+      'The same as `content`, for clients that name it `result`; `content` wins when both are sent',
+  })
+  @IsOptional()
+  result?: unknown;
 
   @ApiPropertyOptional({
     maxLength: 10_000,

@@ -2,7 +2,7 @@ import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from 
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { ANY_JSON_VALUE, MessageDto } from '../../runs/dto/run-agent-input.dto';
-import { ID_MESSAGE, ID_PATTERN } from '../../common/ids';
+import { ID_MESSAGE, ID_PATTERN, ID_SCHEMA } from '../../common/ids';
 
 const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const RESOURCE_ID_QUERY = {
@@ -13,8 +13,7 @@ const METADATA = { type: 'object', additionalProperties: true } as const;
 
 export class CreateThreadDto {
   @ApiPropertyOptional({
-    pattern: ID_PATTERN.source,
-    maxLength: 200,
+    ...ID_SCHEMA,
     description:
       'The thread id; generated when absent. The same id again by the same owner returns the thread (200)',
   })
