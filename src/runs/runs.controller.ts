@@ -36,7 +36,9 @@ import { SseWriter } from './sse-writer';
 @ApiHeader({
   name: 'X-Resource-Id',
   required: false,
-  description: 'The owner scope with AUTH_MODE=none (or forwardedProps.resourceId / ?resourceId=)',
+  description:
+    'The owner scope with AUTH_MODE=none (or forwardedProps.resourceId / forwardedProps.memory.resource / ' +
+    '?resourceId=); without any, a route naming a run id finds it whoever owns it',
 })
 @ApiUnauthorizedResponse({
   type: ErrorEnvelope,

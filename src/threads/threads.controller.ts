@@ -31,7 +31,8 @@ import { ThreadsService } from './threads.service';
   name: 'X-Resource-Id',
   required: false,
   description:
-    'The owner scope with AUTH_MODE=none; with authentication, an ADMIN_ROLE caller may read (only) another owner',
+    'The owner scope with AUTH_MODE=none (without it, a route naming a thread id finds it whoever owns it); ' +
+    'with authentication, an ADMIN_ROLE caller may read (only) another owner',
 })
 @ApiUnauthorizedResponse({
   type: ErrorEnvelope,
