@@ -111,9 +111,10 @@ describe('agents and forwardedProps', () => {
       'assistant: You said: c',
       'user: /history',
     ]);
+    // memory.resource names the owner: the runs above, naming none, stored the thread under anonymous.
     const ioAssist = await runToFrames(t.runUrl, {
       ...runInput('/history', {
-        forwardedProps: { memory: { thread: threadId, resource: 'x', options: { lastMessages: 1 } } },
+        forwardedProps: { memory: { thread: threadId, resource: 'anonymous', options: { lastMessages: 1 } } },
       }),
       threadId,
     });

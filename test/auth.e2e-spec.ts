@@ -369,6 +369,45 @@ describe('authentication', () => {
       });
     });
 
+    it("takes forwardedProps.memory.resource as a resourceId: the caller's own runs, another's is 403, two different is 400", async () => {
+      const asAlice = await tokenOf(alice);
+      const json = { 'content-type': 'application/json', accept: 'text/event-stream', ...asAlice };
+      const mine = runInput('mine');
+      const own = await postRun(
+        t.runUrl,
+        { ...mine, forwardedProps: { memory: { thread: mine.threadId, resource: alice } } },
+        { headers: json },
+      );
+      expect(own.status).toBe(200);
+      expect(await own.text()).toContain('RUN_FINISHED');
+      expect(await (await api(`/threads/${mine.threadId}`, asAlice)).json()).toMatchObject({
+        resourceId: alice,
+      });
+
+      const refused: Array<[string | undefined, number, string]> = [
+        [undefined, 403, 'FORBIDDEN'],
+        [alice, 400, 'VALIDATION_FAILED'],
+      ];
+      for (const [resourceId, status, code] of refused) {
+        const input = runInput('not mine');
+        const memory = { thread: input.threadId, resource: bob };
+        const res = await postRun(
+          t.runUrl,
+          { ...input, forwardedProps: { resourceId, memory } },
+          { headers: json },
+        );
+        expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({
+          status,
+          type: expect.stringMatching(/^application\/json/),
+        });
+        expect(await res.json()).toMatchObject({
+          code,
+          details: [{ path: 'forwardedProps.memory.resource' }],
+        });
+        expect(await runRecorded(input.runId)).toBe(0);
+      }
+    });
+
     it('answers 503 when the identity provider cannot be reached, and boots anyway', async () => {
       const error = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
       const closed = createServer();
@@ -411,6 +450,140 @@ describe('authentication', () => {
       } finally {
         await direct.close();
       }
+    });
+  });
+
+  describe('AUTH_MODE=none', () => {
+    let t: TestApp;
+    const api = caller(() => t);
+    const json = (headers: Record<string, string> = {}) => ({
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+    });
+    beforeAll(async () => {
+      t = await startApp();
+    });
+    afterAll(() => t.close());
+
+    it("finds a thread and a run by id alone when no owner is named; naming another owner is 404; lists stay anonymous's", async () => {
+      const xavier = uid('xavier');
+      const asXavier = { 'x-resource-id': xavier };
+      const threadId = uid('by-id');
+      expect(
+        (await api('/threads', asXavier, { method: 'POST', body: JSON.stringify({ id: threadId }) })).status,
+      ).toBe(201);
+      const waitingRun = async () => {
+        const input = runInput('/tool get_city {"city":"x"}', { threadId, tools: [GET_CITY] });
+        const live = await openRun(t.runUrl, input, asXavier);
+        const end = await live.waitFor((e) => e.type === 'TOOL_CALL_END');
+        return {
+          live,
+          runId: input.runId,
+          result: `/runs/${input.runId}/tool-calls/${end.toolCallId}/result`,
+        };
+      };
+      const first = await waitingRun();
+
+      // Naming another owner, as header or query, still scopes every per-id route to that owner.
+      const asYves = { 'x-resource-id': uid('yves') };
+      for (const [name, pending] of [
+        ['GET thread', api(`/threads/${threadId}`, asYves)],
+        ['GET thread ?resourceId=', api(`/threads/${threadId}?resourceId=${uid('yves')}`)],
+        ['GET messages', api(`/threads/${threadId}/messages`, asYves)],
+        ['PATCH thread', api(`/threads/${threadId}`, asYves, { method: 'PATCH', body: '{"title":"y"}' })],
+        ['DELETE thread', api(`/threads/${threadId}`, asYves, { method: 'DELETE' })],
+        ['GET run', api(`/runs/${first.runId}`, asYves)],
+        ['POST cancel', api(`/runs/${first.runId}/cancel`, asYves, { method: 'POST' })],
+        ['POST result', api(first.result, asYves, { method: 'POST', body: '{"content":1}' })],
+      ] as const) {
+        const res = await pending;
+        expect({ name, status: res.status, body: await res.json() }).toMatchObject({
+          name,
+          status: 404,
+          body: { code: 'NOT_FOUND' },
+        });
+      }
+
+      // Naming nobody: each per-id route finds Xavier's thread and run.
+      const thread = await api(`/threads/${threadId}`);
+      expect(thread.status).toBe(200);
+      expect(await thread.json()).toMatchObject({ id: threadId, resourceId: xavier });
+      const messages = await api(`/threads/${threadId}/messages?format=agui`);
+      expect(messages.status).toBe(200);
+      expect((await messages.json()).messages[0]).toMatchObject({ role: 'user' });
+      const run = await api(`/runs/${first.runId}`);
+      expect(run.status).toBe(200);
+      expect(await run.json()).toMatchObject({ id: first.runId, status: 'waiting_for_tool' });
+      expect((await api(first.result, {}, { method: 'POST', body: '{"content":"ok"}' })).status).toBe(202);
+      expect(types(await first.live.done).at(-1)).toBe('RUN_FINISHED');
+
+      const second = await waitingRun();
+      expect((await api(`/runs/${second.runId}/cancel`, {}, { method: 'POST' })).status).toBe(202);
+      const cancelled = await second.live.done;
+      expect(cancelled.at(-1)?.event).toMatchObject({ type: 'RUN_ERROR', code: 'CANCELLED' });
+
+      const renamed = await api(`/threads/${threadId}`, {}, { method: 'PATCH', body: '{"title":"renamed"}' });
+      expect(renamed.status).toBe(200);
+      expect(await renamed.json()).toMatchObject({ title: 'renamed', resourceId: xavier });
+
+      // Creating and listing still mean anonymous: the id is not free, the list is anonymous's only.
+      expect(
+        (await api('/threads', {}, { method: 'POST', body: JSON.stringify({ id: threadId }) })).status,
+      ).toBe(409);
+      const own = await (await api('/threads', {}, { method: 'POST', body: '{}' })).json();
+      expect(own.resourceId).toBe('anonymous');
+      const page = await (await api('/threads?limit=100')).json();
+      expect(page.threads.map((th: { id: string }) => th.id)).toContain(own.id);
+      expect(page.threads.every((th: { resourceId: string }) => th.resourceId === 'anonymous')).toBe(true);
+
+      expect((await api(`/threads/${threadId}`, {}, { method: 'DELETE' })).status).toBe(204);
+      expect((await api(`/threads/${threadId}`, asXavier)).status).toBe(404);
+    });
+
+    it('takes forwardedProps.memory.resource as the owner of the run and its thread', async () => {
+      const bob = uid('bob');
+      const input = runInput('hello', {});
+      const res = await postRun(
+        t.runUrl,
+        { ...input, forwardedProps: { memory: { thread: input.threadId, resource: bob } } },
+        json(),
+      );
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('RUN_FINISHED');
+      const bobs = await (await api('/threads?limit=100', { 'x-resource-id': bob })).json();
+      expect(bobs.threads).toEqual([expect.objectContaining({ id: input.threadId, resourceId: bob })]);
+      const run = await db((c) => c.query('SELECT resource_id FROM runs WHERE id = $1', [input.runId]));
+      expect(run.rows).toEqual([{ resource_id: bob }]);
+    });
+
+    it('refuses a run naming two different owners in resourceId and memory.resource with 400, before any stream', async () => {
+      const input = runInput('which one');
+      const res = await postRun(
+        t.runUrl,
+        {
+          ...input,
+          forwardedProps: { resourceId: 'alice', memory: { thread: input.threadId, resource: 'bob' } },
+        },
+        json(),
+      );
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await res.json()).toMatchObject({
+        statusCode: 400,
+        code: 'VALIDATION_FAILED',
+        details: [{ path: 'forwardedProps.memory.resource' }],
+      });
+      expect(await runRecorded(input.runId)).toBe(0);
+      const same = runInput('the same one');
+      const agreed = await postRun(
+        t.runUrl,
+        {
+          ...same,
+          forwardedProps: { resourceId: 'carla', memory: { thread: same.threadId, resource: 'carla' } },
+        },
+        json(),
+      );
+      expect(agreed.status).toBe(200);
+      expect(await agreed.text()).toContain('RUN_FINISHED');
     });
   });
 

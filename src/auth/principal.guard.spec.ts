@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { DomainError } from '../common/errors';
 import { loadConfig } from '../config/config';
 import { JwtVerifier, TokenRejected } from './jwt-verifier';
-import { Principal } from './principal';
+import { ANY_OWNER, idScope, Principal } from './principal';
 import { PrincipalGuard, scopeToCaller } from './principal.guard';
 import { Public } from './public.decorator';
 
@@ -68,17 +68,21 @@ describe('PrincipalGuard', () => {
   describe('AUTH_MODE=none', () => {
     const { run } = setup({});
 
-    it('is anonymous when the client names nobody', async () => {
-      expect(await run({})).toEqual({ resourceId: 'anonymous', admin: false });
+    it('is anonymous when the client names nobody, and then finds items by id whoever owns them', async () => {
+      expect(await run({})).toEqual({ resourceId: 'anonymous', admin: false, anyOwnerById: true });
     });
 
-    it('takes forwardedProps.resourceId, then ?resourceId=, then X-Resource-Id', async () => {
+    it('takes forwardedProps.resourceId, then forwardedProps.memory.resource, then ?resourceId=, then X-Resource-Id', async () => {
       const all = {
-        body: { forwardedProps: { resourceId: 'a' } },
+        body: { forwardedProps: { resourceId: 'a', memory: { thread: 't', resource: 'a' } } },
         query: { resourceId: 'b' },
         headers: { 'x-resource-id': 'c' },
       };
       expect(await run(all)).toEqual({ resourceId: 'a', admin: false });
+      expect(await run({ ...all, body: { forwardedProps: { memory: { resource: 'm' } } } })).toEqual({
+        resourceId: 'm',
+        admin: false,
+      });
       expect(await run({ ...all, body: {} })).toEqual({ resourceId: 'b', admin: false });
       expect(await run({ headers: { 'x-resource-id': 'c' } })).toEqual({ resourceId: 'c', admin: false });
     });
@@ -96,6 +100,25 @@ describe('PrincipalGuard', () => {
       });
     });
 
+    it.each([null, 'text', { memory: 'text' }, { memory: null }, { memory: {} }])(
+      'names nobody with forwardedProps %j',
+      async (forwardedProps) => {
+        expect(await run({ method: 'POST', body: { forwardedProps } })).toEqual({
+          resourceId: 'anonymous',
+          admin: false,
+          anyOwnerById: true,
+        });
+      },
+    );
+
+    it('refuses forwardedProps naming two different owners with VALIDATION_FAILED', async () => {
+      const body = { forwardedProps: { resourceId: 'a', memory: { resource: 'b' } } };
+      await expect(domainError(run({ method: 'POST', body }))).resolves.toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: [{ path: 'forwardedProps.memory.resource' }],
+      });
+    });
+
     it.each([
       [{ query: { resourceId: ['a', 'b'] } }, 'resourceId'],
       [{ query: { resourceId: 'a\u0001b' } }, 'resourceId'],
@@ -106,6 +129,7 @@ describe('PrincipalGuard', () => {
       [{ headers: { 'x-resource-id': 'jos\u00c3\u00a9' } }, 'x-resource-id'],
       [{ body: { forwardedProps: { resourceId: 7 } } }, 'forwardedProps.resourceId'],
       [{ body: { forwardedProps: { resourceId: 'x'.repeat(201) } } }, 'forwardedProps.resourceId'],
+      [{ body: { forwardedProps: { memory: { resource: '' } } } }, 'forwardedProps.memory.resource'],
     ])('refuses an invalid resourceId (%j) with VALIDATION_FAILED', async (req, path) => {
       const { run: guarded } = setup({});
       await expect(domainError(guarded(req))).resolves.toMatchObject({
@@ -188,6 +212,26 @@ describe('PrincipalGuard', () => {
       await expect(
         domainError(run({ headers: { authorization: 'Bearer x', 'x-resource-id': 'u2' } })),
       ).resolves.toMatchObject({ code: 'FORBIDDEN', details: [{ path: 'x-resource-id' }] });
+    });
+
+    it("applies it to forwardedProps.memory.resource: the caller's own passes, another is 403", async () => {
+      const { run } = setup(env, jest.fn().mockResolvedValue({ resourceId: 'u1', admin: false }));
+      const post = (memory: unknown, resourceId?: string) =>
+        run({
+          method: 'POST',
+          headers: { authorization: 'Bearer x' },
+          body: { forwardedProps: { resourceId, memory } },
+        });
+      expect(await post({ thread: 't', resource: 'u1' })).toEqual({ resourceId: 'u1', admin: false });
+      expect(await post({ thread: 't', resource: 'u1' }, 'u1')).toEqual({ resourceId: 'u1', admin: false });
+      await expect(domainError(post({ resource: 'u2' }))).resolves.toMatchObject({
+        code: 'FORBIDDEN',
+        details: [{ path: 'forwardedProps.memory.resource' }],
+      });
+      await expect(domainError(post({ resource: 'u2' }, 'u1'))).resolves.toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: [{ path: 'forwardedProps.memory.resource' }],
+      });
     });
   });
 
@@ -308,5 +352,25 @@ describe('scopeToCaller', () => {
     expect(() => scopeToCaller(admin, named(undefined, 'has\u0001control'), true)).toThrow(
       expect.objectContaining({ code: 'VALIDATION_FAILED' }),
     );
+  });
+});
+
+describe('idScope', () => {
+  it("is the caller's own resource for a user, read or write", () => {
+    const user: Principal = { resourceId: 'alice', admin: false };
+    expect(idScope(user, 'read')).toBe('alice');
+    expect(idScope(user, 'write')).toBe('alice');
+  });
+
+  it("is any owner for an admin's read only", () => {
+    const admin: Principal = { resourceId: 'root', admin: true, readAs: 'alice' };
+    expect(idScope(admin, 'read')).toBe(ANY_OWNER);
+    expect(idScope(admin, 'write')).toBe('root');
+  });
+
+  it('is any owner, read or write, when AUTH_MODE=none named no owner', () => {
+    const unnamed: Principal = { resourceId: 'anonymous', admin: false, anyOwnerById: true };
+    expect(idScope(unnamed, 'read')).toBe(ANY_OWNER);
+    expect(idScope(unnamed, 'write')).toBe(ANY_OWNER);
   });
 });

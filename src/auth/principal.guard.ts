@@ -38,13 +38,29 @@ export function decodeResourceHeader(value: unknown): unknown {
 
 /** The places a client may name an owner (CONTRACT sections 6 and 7), with the value sent there, if any. */
 function requestedResources(req: IncomingRequest): Array<[string, unknown]> {
-  const fromBody = (req.body as { forwardedProps?: { resourceId?: unknown } } | undefined)?.forwardedProps
-    ?.resourceId;
+  type Props = { resourceId?: unknown; memory?: { resource?: unknown } };
+  const props = (req.body as { forwardedProps?: Props } | undefined)?.forwardedProps;
   return [
-    ['forwardedProps.resourceId', fromBody],
+    ['forwardedProps.resourceId', props?.resourceId],
+    ['forwardedProps.memory.resource', props?.memory?.resource],
     ['resourceId', req.query?.resourceId],
     ['x-resource-id', decodeResourceHeader(req.headers['x-resource-id'])],
   ];
+}
+
+/**
+ * The run's two owner fields (`resourceId`, and `memory.resource` as io.Assist sends it) must agree:
+ * a body claiming two owners is a client bug, 400 in every mode, whoever the caller is.
+ */
+function refuseTwoOwnersInBody(requested: Array<[string, unknown]>): void {
+  const named = new Map(requested);
+  const path = 'forwardedProps.memory.resource';
+  const [resourceId, resource] = [named.get('forwardedProps.resourceId'), named.get(path)];
+  if (resourceId !== undefined && resource !== undefined && resourceId !== resource) {
+    throw new DomainError('VALIDATION_FAILED', 'forwardedProps names two different owners', [
+      { path, message: 'must be absent or equal to forwardedProps.resourceId' },
+    ]);
+  }
 }
 
 function checkedResourceId(path: string, value: unknown): string {
@@ -80,8 +96,9 @@ export function scopeToCaller(
 
 /**
  * Resolves who is calling, once per request, by AUTH_MODE (CONTRACT section 7):
- * - `none`: `forwardedProps.resourceId`, the `resourceId` query parameter or `X-Resource-Id` (percent-encoded),
- *   else `anonymous`;
+ * - `none`: `forwardedProps.resourceId` (or `.memory.resource`), the `resourceId` query parameter or
+ *   `X-Resource-Id` (percent-encoded); else `anonymous`, whose routes naming a thread or run id find it
+ *   whoever owns it;
  * - `jwt`: the RESOURCE_ID_CLAIM of a verified bearer token;
  * - `header`: the AUTH_HEADER set by an authenticating proxy, only from TRUSTED_PROXIES.
  * Routes marked @Public() are skipped and get no principal.
@@ -109,17 +126,20 @@ export class PrincipalGuard implements CanActivate {
     const requested = requestedResources(req);
     const { mode } = this.config.auth;
     if (mode === 'none') {
+      refuseTwoOwnersInBody(requested);
       const [path, value] = requested.find(([, v]) => v !== undefined) ?? [];
-      req.principal = {
-        resourceId: path === undefined ? ANONYMOUS_RESOURCE : checkedResourceId(path, value),
-        admin: false,
-      };
+      // No secret to protect: without an owner named, an id alone finds its item (lists stay anonymous's).
+      req.principal =
+        path === undefined
+          ? { resourceId: ANONYMOUS_RESOURCE, admin: false, anyOwnerById: true }
+          : { resourceId: checkedResourceId(path, value), admin: false };
       return true;
     }
     const caller =
       mode === 'jwt'
         ? await this.fromBearer(req, context.switchToHttp().getResponse<FastifyReply>())
         : this.fromProxyHeader(req);
+    refuseTwoOwnersInBody(requested);
     req.principal = scopeToCaller(caller, requested, req.method === 'GET' || req.method === 'HEAD');
     return true;
   }

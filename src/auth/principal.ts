@@ -8,7 +8,25 @@ export type Principal = {
   admin: boolean;
   /** An admin's read of another owner's thread list (`?resourceId=` or `X-Resource-Id` on a GET). */
   readAs?: string;
+  /** AUTH_MODE=none and the request named no owner: a route naming a thread or run id finds it whoever owns it. */
+  anyOwnerById?: boolean;
 };
+
+/** Whose rows a repository method may reach: one owner's (a resourceId), or any owner's. */
+export const ANY_OWNER: unique symbol = Symbol('any owner');
+export type OwnerScope = string | typeof ANY_OWNER;
+
+/** The scope as a SQL parameter, for `($n::text IS NULL OR resource_id = $n)`: null matches any owner. */
+export const ownerParam = (scope: OwnerScope): string | null => (scope === ANY_OWNER ? null : scope);
+
+/**
+ * Whose thread or run a route that names its id reaches (CONTRACT section 7): any owner's on an
+ * admin's read, or in AUTH_MODE=none when the request named no owner; the caller's own otherwise.
+ */
+export function idScope(principal: Principal, access: 'read' | 'write'): OwnerScope {
+  const any = principal.anyOwnerById || (principal.admin && access === 'read');
+  return any ? ANY_OWNER : principal.resourceId;
+}
 
 export const ANONYMOUS_RESOURCE = 'anonymous';
 

@@ -31,7 +31,8 @@ import { SseWriter } from './sse-writer';
   name: 'X-Resource-Id',
   required: false,
   description:
-    'The owner scope with AUTH_MODE=none, percent-encoded UTF-8 (or forwardedProps.resourceId / ?resourceId=)',
+    'The owner scope with AUTH_MODE=none, percent-encoded UTF-8 (or forwardedProps.resourceId / ' +
+    'forwardedProps.memory.resource / ?resourceId=); without any, a route naming a run id finds it whoever owns it',
 })
 @ApiErrors({
   UNAUTHENTICATED: 'missing or invalid bearer token',

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
+import { ANY_OWNER, OwnerScope } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { isUniqueViolation } from '../threads/threads.repository';
 import { StoredMessage } from '../threads/message-format';
@@ -30,13 +31,8 @@ export class RunsRepository {
     return err;
   }
 
-  findOne(id: string, resourceId: string): Promise<Run | null> {
-    return this.runs.findOneBy({ id, resourceId });
-  }
-
-  /** Any owner's run: for admin reads only (ADMIN_ROLE); everything else goes through `findOne`. */
-  findAny(id: string): Promise<Run | null> {
-    return this.runs.findOneBy({ id });
+  findOne(id: string, owner: OwnerScope): Promise<Run | null> {
+    return this.runs.findOneBy(owner === ANY_OWNER ? { id } : { id, resourceId: owner });
   }
 
   /**

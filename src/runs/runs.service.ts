@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Observable, Subscriber } from 'rxjs';
 import { AgentsService, RegisteredAgent } from '../agents/agents.service';
 import { frontendTool } from '../agents/tools/run-tools';
-import { Principal } from '../auth/principal';
+import { idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
@@ -165,9 +165,7 @@ export class RunsService {
   }
 
   async get(runId: string, principal: Principal): Promise<RunView> {
-    const run = principal.admin
-      ? await this.runs.findAny(runId)
-      : await this.runs.findOne(runId, principal.resourceId);
+    const run = await this.runs.findOne(runId, idScope(principal, 'read'));
     if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
     const active = isActiveStatus(run.status);
     return {
@@ -190,18 +188,16 @@ export class RunsService {
     principal: Principal,
     result: { content?: unknown; error?: string },
   ): Promise<void> {
-    const stored = await this.toolCalls.submit(runId, principal.resourceId, toolCallId, result);
+    const owner = idScope(principal, 'write');
+    const stored = await this.toolCalls.submit(runId, owner, toolCallId, result);
     // Kept while the run registers the call (a result posted on TOOL_CALL_START); a made-up call is a 404.
-    if (
-      stored === 'early' &&
-      !(await this.toolCalls.awaitRegistration(runId, principal.resourceId, toolCallId))
-    ) {
+    if (stored === 'early' && !(await this.toolCalls.awaitRegistration(runId, owner, toolCallId))) {
       throw new DomainError('NOT_FOUND', `Tool call '${toolCallId}' not found in run '${runId}'`);
     }
   }
 
   async cancel(runId: string, principal: Principal): Promise<void> {
-    const run = await this.runs.findOne(runId, principal.resourceId);
+    const run = await this.runs.findOne(runId, idScope(principal, 'write'));
     if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
     if (!isActiveStatus(run.status)) {
       throw new DomainError('RUN_NOT_ACTIVE', `Run '${runId}' is not active`);

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { ToolResult } from '../agents/tools/run-tools';
+import { OwnerScope, ownerParam } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { isActiveStatus } from './run.entity';
 
@@ -20,7 +21,8 @@ export const EARLY_RESULTS_PER_RUN = 32;
 export const EARLY_RESULT_WAIT_MS = 2000;
 
 /**
- * Frontend tool calls and their posted results, every statement scoped by the run's owner. A row is
+ * Frontend tool calls and their posted results, every statement scoped by the run's owner (a post,
+ * reaching the run by its id, by an OwnerScope, which may be any owner: see `idScope`). A row is
  * `pending` (registered, no result), `early` (result posted before the run registered the call),
  * `submitted` (both), then `done` (taken, abandoned, or the run ended). Registration and a post both
  * insert with ON CONFLICT on (run_id, tool_call_id), so whichever comes second completes the row.
@@ -57,14 +59,14 @@ export class ToolCallsRepository {
    */
   async submit(
     runId: string,
-    resourceId: string,
+    owner: OwnerScope,
     toolCallId: string,
     result: ToolResult,
   ): Promise<'submitted' | 'early'> {
     return this.db.transaction(async (tx) => {
       const runs: Array<{ status: string }> = await tx.query(
-        'SELECT status FROM runs WHERE id = $1 AND resource_id = $2',
-        [runId, resourceId],
+        'SELECT status FROM runs WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)',
+        [runId, ownerParam(owner)],
       );
       if (!runs.length) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
       if (!isActiveStatus(runs[0].status)) {
@@ -111,10 +113,11 @@ export class ToolCallsRepository {
    */
   async awaitRegistration(
     runId: string,
-    resourceId: string,
+    owner: OwnerScope,
     toolCallId: string,
     timeoutMs = EARLY_RESULT_WAIT_MS,
   ): Promise<boolean> {
+    const resourceId = ownerParam(owner);
     const deadline = Date.now() + timeoutMs;
     for (let pause = 5; Date.now() < deadline; pause = Math.min(pause * 2, 100)) {
       await new Promise((resolve) =>
@@ -122,14 +125,15 @@ export class ToolCallsRepository {
       );
       const rows: Array<{ status: string }> = await this.db.query(
         `SELECT c.status FROM run_tool_calls c JOIN runs r ON r.id = c.run_id
-          WHERE c.run_id = $1 AND c.tool_call_id = $2 AND r.resource_id = $3`,
+          WHERE c.run_id = $1 AND c.tool_call_id = $2 AND ($3::text IS NULL OR r.resource_id = $3)`,
         [runId, toolCallId, resourceId],
       );
       if (rows[0]?.status !== 'early') return rows.length > 0;
     }
     const withdrawn: unknown[] = await this.db.query(
       `DELETE FROM run_tool_calls c USING runs r
-        WHERE c.run_id = $1 AND c.tool_call_id = $2 AND c.status = 'early' AND r.id = c.run_id AND r.resource_id = $3
+        WHERE c.run_id = $1 AND c.tool_call_id = $2 AND c.status = 'early' AND r.id = c.run_id
+          AND ($3::text IS NULL OR r.resource_id = $3)
         RETURNING 1`,
       [runId, toolCallId, resourceId],
     );

@@ -26,7 +26,8 @@ import { ThreadsService } from './threads.service';
   name: 'X-Resource-Id',
   required: false,
   description:
-    'The owner scope with AUTH_MODE=none, percent-encoded UTF-8; with authentication, an ADMIN_ROLE caller may read (only) another owner',
+    'The owner scope with AUTH_MODE=none, percent-encoded UTF-8 (without it, a route naming a thread id finds ' +
+    'it whoever owns it); with authentication, an ADMIN_ROLE caller may read (only) another owner',
 })
 @ApiErrors({
   UNAUTHENTICATED: 'missing or invalid bearer token',

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryFailedError } from 'typeorm';
+import { OwnerScope, ownerParam } from '../auth/principal';
 import { ACTIVE } from '../runs/run.entity';
 import { StoredMessage } from './message-format';
 
@@ -31,7 +32,8 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
 
 /**
  * Threads and messages. Every method that reads or writes them takes the owner's resourceId and
- * filters on it in SQL: another owner's thread behaves exactly like a missing one.
+ * filters on it in SQL: another owner's thread behaves exactly like a missing one. Those a route
+ * reaches by id alone take an OwnerScope, which may be any owner (see `idScope`).
  */
 @Injectable()
 export class ThreadsRepository {
@@ -59,19 +61,11 @@ export class ThreadsRepository {
     return rows[0];
   }
 
-  async find(id: string, resourceId: string): Promise<ThreadRow | undefined> {
+  async find(id: string, owner: OwnerScope): Promise<ThreadRow | undefined> {
     const rows: ThreadRow[] = await this.db.query(
-      `SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1 AND resource_id = $2`,
-      [id, resourceId],
+      `SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)`,
+      [id, ownerParam(owner)],
     );
-    return rows[0];
-  }
-
-  /** Any owner's thread: for admin reads only (ADMIN_ROLE); everything else goes through `find`. */
-  async findAny(id: string): Promise<ThreadRow | undefined> {
-    const rows: ThreadRow[] = await this.db.query(`SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1`, [
-      id,
-    ]);
     return rows[0];
   }
 
@@ -98,7 +92,7 @@ export class ThreadsRepository {
 
   async update(
     id: string,
-    resourceId: string,
+    owner: OwnerScope,
     patch: { title?: string; metadata?: Record<string, unknown> },
   ): Promise<ThreadRow | undefined> {
     const rows: ThreadRow[] = await this.db.query(
@@ -107,11 +101,11 @@ export class ThreadsRepository {
            title = CASE WHEN $3::boolean THEN $4 ELSE title END,
            metadata = CASE WHEN $5::boolean THEN $6::jsonb ELSE metadata END,
            updated_at = now()
-         WHERE id = $1 AND resource_id = $2 RETURNING *)
+         WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2) RETURNING *)
        SELECT ${THREAD_COLUMNS} FROM updated`,
       [
         id,
-        resourceId,
+        ownerParam(owner),
         patch.title !== undefined,
         patch.title ?? null,
         patch.metadata !== undefined,

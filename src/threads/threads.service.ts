@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { AgentsService } from '../agents/agents.service';
-import { Principal } from '../auth/principal';
+import { idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { PgNotifications } from '../database/pg-notifications.service';
 import {
@@ -45,7 +45,7 @@ function decodeCursor(cursor: string): { updatedKey: string; id: string } {
   ]);
 }
 
-/** Threads and their messages, always those of the calling owner. */
+/** Threads and their messages: the calling owner's, or by id those `idScope` lets the caller reach. */
 @Injectable()
 export class ThreadsService {
   constructor(
@@ -90,25 +90,25 @@ export class ThreadsService {
   }
 
   async get(id: string, principal: Principal): Promise<ThreadView> {
-    return view(await this.readable(id, principal));
+    return view(await this.scoped(id, principal, 'read'));
   }
 
   async update(id: string, dto: UpdateThreadDto, principal: Principal): Promise<ThreadView> {
-    const row = await this.threads.update(id, principal.resourceId, dto);
+    const row = await this.threads.update(id, idScope(principal, 'write'), dto);
     if (!row) throw notFound(id);
     return view(row);
   }
 
   /** Deletes the thread and its messages, after asking its active run (on any instance) to stop. */
   async delete(id: string, principal: Principal): Promise<void> {
-    await this.owned(id, principal);
-    const runId = await this.threads.activeRunId(id, principal.resourceId);
+    const { resourceId } = await this.scoped(id, principal, 'write');
+    const runId = await this.threads.activeRunId(id, resourceId);
     if (runId) await this.notifications.notify('io_bridge_run_cancel', runId);
-    if (!(await this.threads.delete(id, principal.resourceId))) throw notFound(id);
+    if (!(await this.threads.delete(id, resourceId))) throw notFound(id);
   }
 
   async messages(id: string, query: ListMessagesQueryDto, principal: Principal): Promise<MessagesPage> {
-    const { resourceId } = await this.readable(id, principal);
+    const { resourceId } = await this.scoped(id, principal, 'read');
     const limit = query.limit ?? 100;
     const rows = await this.threads.messages(id, resourceId, {
       limit: limit + 1,
@@ -126,17 +126,9 @@ export class ThreadsService {
     return { messages: toUiMessages(id, page, later), nextCursor };
   }
 
-  /** The caller's thread, or any owner's for an admin (reads only). */
-  private async readable(id: string, principal: Principal): Promise<ThreadRow> {
-    const row = principal.admin
-      ? await this.threads.findAny(id)
-      : await this.threads.find(id, principal.resourceId);
-    if (!row) throw notFound(id);
-    return row;
-  }
-
-  private async owned(id: string, principal: Principal): Promise<ThreadRow> {
-    const row = await this.threads.find(id, principal.resourceId);
+  /** The thread this caller reaches by its id (`idScope`): its own, or any owner's where allowed. */
+  private async scoped(id: string, principal: Principal, access: 'read' | 'write'): Promise<ThreadRow> {
+    const row = await this.threads.find(id, idScope(principal, access));
     if (!row) throw notFound(id);
     return row;
   }
