@@ -7,6 +7,7 @@ import helmet from 'helmet';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { Metrics } from './ops/metrics.service';
+import { quietStartup } from './ops/logging';
 import { DomainErrorFilter } from './common/error.filter';
 import { DomainError, ErrorDetail } from './common/errors';
 import { SafeInputPipe } from './common/safe-input';
@@ -95,7 +96,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     // A failing boot throws (main.ts prints it and exits 1) instead of Nest exiting the process itself.
     abortOnError: false,
   });
-  app.useLogger(app.get(PinoNestLogger));
+  app.useLogger(quietStartup(app.get(PinoNestLogger)));
   app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
   // Helmet's middleware, built once: @fastify/helmet rebuilt it (parsing the CSP) on every request.
   const securityHeaders = helmet({
@@ -124,6 +125,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     .getHttpAdapter()
     .getInstance()
     .addHook('onResponse', (request, reply, done) => {
+      // A streamed run is observed once, by its controller, when its stream closes.
+      if (metrics.timedByController.has(reply.raw)) return done();
       const route = request.routeOptions.url ?? 'unmatched';
       metrics.httpDuration.observe(
         { method: request.method, route, status: String(reply.statusCode) },

@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { db, eventually, startApp, TestApp } from './support/app';
+import { startBuiltService } from './support/built-service';
 import { dbProxy, DbProxy } from './support/db-proxy';
 import { openRun, postRun, runInput, runToFrames } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
@@ -71,6 +72,27 @@ describe('health, readiness and metrics', () => {
     );
     expect(after).toContain('io_bridge_frontend_tool_wait_seconds_bucket');
     expect(after).toContain('io_bridge_tool_result_timeouts_total');
+  });
+
+  it('counts a run once in http_request_duration_seconds, and its duration by status and agent', async () => {
+    const scrape = async () => (await fetch(`${t.baseUrl}/metrics`)).text();
+    const value = (text: string, line: string) =>
+      Number(new RegExp(`^${line} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+    const http = 'http_request_duration_seconds_count\\{method="POST",route="/io-bridge/run",status="200"\\}';
+    const run = 'io_bridge_run_duration_seconds_count\\{agent="calculator",status="finished"\\}';
+    const before = await scrape();
+    const input = runInput('hi', { forwardedProps: { resourceId: 'metrics-once', agentId: 'calculator' } });
+    expect((await runToFrames(t.runUrl, input)).res.status).toBe(200);
+    // Both observations (the stream's close, Fastify's onResponse) come once the socket closes: wait for the run's.
+    const after = await eventually(async () => {
+      const text = await scrape();
+      return value(text, run) > value(before, run) && value(text, http) > value(before, http)
+        ? text
+        : undefined;
+    });
+    expect(value(after, http)).toBe(value(before, http) + 1);
+    expect(value(after, run)).toBe(value(before, run) + 1);
+    expect(after).toContain('# TYPE io_bridge_run_duration_seconds histogram');
   });
 
   it('limits runs per owner per minute: 429 RATE_LIMITED, other owners unaffected', async () => {
@@ -164,5 +186,43 @@ describe('graceful shutdown', () => {
     expect(await exited).toBe(0);
     const row = await db((c) => c.query('SELECT status, error_code FROM runs WHERE id = $1', [input.runId]));
     expect(row.rows[0]).toEqual({ status: 'error', error_code: 'SHUTTING_DOWN' });
+  });
+});
+
+describe('request and start-up logs (the built service at LOG_LEVEL=log)', () => {
+  it('skips probes, logs a 404 as one line without a stack, names the run on its completion line, no route map', async () => {
+    const service = await startBuiltService({ LOG_LEVEL: 'log' });
+    const input = runInput('hi', { forwardedProps: { resourceId: 'log-owner' } });
+    try {
+      expect((await fetch(`${service.origin}/health/live`)).status).toBe(200);
+      expect((await fetch(`${service.origin}/metrics`)).status).toBe(200);
+      expect((await fetch(`${service.base}/no-such-route`)).status).toBe(404);
+      expect((await runToFrames(`${service.base}/run`, input)).res.status).toBe(200);
+    } finally {
+      // Exited: every line is written.
+      await service.stop();
+    }
+    const lines = service
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, any>);
+    const about = (path: string) => lines.filter((l) => l.req?.path === path);
+    expect(about('/health/live')).toEqual([]);
+    expect(about('/health/ready')).toEqual([]);
+    expect(about('/metrics')).toEqual([]);
+    const notFound = about('/io-bridge/no-such-route');
+    expect(notFound).toHaveLength(1);
+    expect(notFound[0]).toMatchObject({ level: 40, res: { statusCode: 404 } });
+    expect(JSON.stringify(notFound[0])).not.toContain('stack');
+    const completed = about('/io-bridge/run');
+    expect(completed).toHaveLength(1);
+    expect(completed[0]).toMatchObject({
+      runId: input.runId,
+      threadId: input.threadId,
+      res: { statusCode: 200 },
+    });
+    expect(lines.filter((l) => String(l.msg).startsWith('Mapped {'))).toEqual([]);
+    expect(lines.some((l) => String(l.msg).includes('io-bridge listening'))).toBe(true);
   });
 });

@@ -18,6 +18,17 @@ export class Metrics implements OnModuleInit {
     registers: [this.registry],
   });
 
+  /** Responses the runs controller times itself (to the stream's end): the onResponse hook skips them. */
+  readonly timedByController = new WeakSet<object>();
+
+  readonly runDuration = new Histogram({
+    name: 'io_bridge_run_duration_seconds',
+    help: 'From RUN_STARTED to the recorded end, by end status and agent',
+    labelNames: ['status', 'agent'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+    registers: [this.registry],
+  });
+
   readonly activeRuns = new Gauge({
     name: 'io_bridge_active_runs',
     help: 'Runs streaming on this instance',

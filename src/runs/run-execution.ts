@@ -99,6 +99,7 @@ export class RunExecution implements RunToolContext {
   private shown = 0;
   private untrack: () => void = () => undefined;
   private release: () => void = () => undefined;
+  private timeRun: (labels: { status: string }) => void = () => undefined;
 
   constructor(
     private readonly run: PreparedRun,
@@ -136,6 +137,7 @@ export class RunExecution implements RunToolContext {
   start(): void {
     this.lifecycle.start();
     this.deps.metrics.activeRuns.inc();
+    this.timeRun = this.deps.metrics.runDuration.startTimer({ agent: this.run.agent.definition.id });
     this.untrack = this.deps.broker.track(this.run.input.runId, (code, message) => this.stop(code, message));
     this.release = this.deps.leases.hold(this.run.input.runId, {
       lost: () => this.stop('INTERRUPTED', 'The run was interrupted; please retry'),
@@ -209,6 +211,7 @@ export class RunExecution implements RunToolContext {
     } finally {
       this.deps.metrics.activeRuns.dec();
       this.deps.metrics.runOutcomes.inc({ status: ending.end.status, code: ending.end.code ?? 'none' });
+      this.timeRun({ status: ending.end.status });
     }
   }
 

@@ -91,6 +91,7 @@ export class RunsController {
       reply.hijack();
       return;
     }
+    this.metrics.timedByController.add(reply.raw);
     new SseWriter(reply, events$, this.config.heartbeatMs);
     // SseWriter wrote RUN_STARTED synchronously; the whole request lasts until the stream ends.
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
