@@ -134,6 +134,8 @@ describe('loadConfig', () => {
         ADMIN_ROLE_CLAIM: 'realm_access.roles',
         ADMIN_ROLE: 'io-admin',
         JWT_CLOCK_TOLERANCE_S: '30',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318',
+        OTEL_SERVICE_NAME: 'io-bridge-prod',
       });
       expect(config).toEqual({
         env: 'production',
@@ -174,6 +176,11 @@ describe('loadConfig', () => {
           clockToleranceS: 30,
           header: 'x-auth-request-user',
           trustedProxies: [],
+        },
+        tracing: {
+          url: 'http://otel-collector:4318/v1/traces',
+          serviceName: 'io-bridge-prod',
+          serviceVersion: '0.1.0',
         },
       });
     });
