@@ -14,6 +14,7 @@ import { SafeInputPipe } from './common/safe-input';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
 import { runExample } from './runs/dto/run-agent-input.dto';
+import { startTracing, traceRequests, tracingOn } from './ops/tracing';
 
 const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
 
@@ -76,6 +77,8 @@ function withFreshRunExample(doc: OpenAPIObject, runPath: string): OpenAPIObject
 
 /** Builds the application (not listening): shared by main.ts, the e2e tests and the benchmark. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+  // Before anything makes a span; with no OTLP endpoint nothing is registered.
+  const stopTracing = startTracing(config.tracing);
   const adapter = new FastifyAdapter({
     bodyLimit: config.limits.maxBodyBytes,
     // The caller's X-Request-Id when it has a sane one, otherwise a new id; echoed on the response.
@@ -86,6 +89,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     clientErrorHandler,
     frameworkErrors,
   });
+  // Spans flushed last on close, after the runs that drained have ended theirs.
+  adapter.getInstance().addHook('onClose', (_instance, done) => void stopTracing().then(() => done(), done));
+  if (tracingOn()) traceRequests(adapter.getInstance());
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     if (!/^[A-Za-z0-9._:-]{1,128}$/.test(request.id)) request.id = randomUUID();
     void reply.header('x-request-id', request.id);

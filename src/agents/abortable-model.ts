@@ -1,13 +1,67 @@
 import type { MastraModelConfig } from '@mastra/core/llm';
 import { resolveModelConfig } from '@mastra/core/llm';
 import type { RequestContext } from '@mastra/core/request-context';
+import { Span, SpanKind } from '@opentelemetry/api';
+import { endWithError, startSpan, tracingOn, withSpan, withTraceHeaders } from '../ops/tracing';
 import { RUN_CONTEXT_KEY, RunToolContext } from './tools/run-tools';
 
-type ModelCall = { abortSignal?: AbortSignal };
-type CallableModel = {
-  doStream(options: ModelCall): PromiseLike<unknown>;
-  doGenerate(options: ModelCall): PromiseLike<unknown>;
+type ModelCall = { abortSignal?: AbortSignal; headers?: Record<string, string | undefined> };
+type StreamPart = {
+  type: string;
+  usage?: { inputTokens?: unknown; outputTokens?: unknown };
+  error?: unknown;
 };
+type StreamResult = { stream: ReadableStream<StreamPart> };
+type CallableModel = {
+  doStream(options: ModelCall): PromiseLike<StreamResult>;
+  doGenerate(options: ModelCall): PromiseLike<unknown>;
+  provider?: string;
+  modelId?: string;
+};
+
+/** A CLIENT span for one provider call, with `traceparent` in the call's headers for HTTP providers. */
+function modelSpan(model: CallableModel, options: ModelCall): { span: Span; options: ModelCall } | undefined {
+  const span = startSpan(`chat ${model.modelId}`, SpanKind.CLIENT, {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': model.provider,
+    'gen_ai.request.model': model.modelId,
+  });
+  return span && { span, options: { ...options, headers: withTraceHeaders(options.headers, span) } };
+}
+
+function tokens(span: Span, part: StreamPart): void {
+  const { inputTokens, outputTokens } = part.usage ?? {};
+  if (typeof inputTokens === 'number') span.setAttribute('gen_ai.usage.input_tokens', inputTokens);
+  if (typeof outputTokens === 'number') span.setAttribute('gen_ai.usage.output_tokens', outputTokens);
+}
+
+/** doStream under a span lasting until its stream ends (or fails, or is cancelled). */
+async function tracedStream(model: CallableModel, options: ModelCall): Promise<StreamResult> {
+  const traced = modelSpan(model, options);
+  if (!traced) return model.doStream(options);
+  const { span } = traced;
+  let result: StreamResult;
+  try {
+    result = await withSpan(span, () => model.doStream(traced.options));
+  } catch (err) {
+    endWithError(span, 'MODEL_ERROR', err instanceof Error ? err.name : undefined);
+    throw err;
+  }
+  let failed = false;
+  const stream = result.stream.pipeThrough(
+    new TransformStream<StreamPart, StreamPart>({
+      transform(part, controller) {
+        if (part.type === 'finish') tokens(span, part);
+        else if (part.type === 'error') failed = true;
+        controller.enqueue(part);
+      },
+      flush: () => (failed ? endWithError(span, 'MODEL_ERROR') : span.end()),
+      // Node's streams call it when the run stops reading; the DOM typings lack it.
+      cancel: () => span.end(),
+    } as Transformer<StreamPart, StreamPart>),
+  );
+  return { ...result, stream };
+}
 
 /** The model with `signal` added to the abort signal of every call it is given. */
 export function withAbortSignal<M extends object>(model: M, signal: AbortSignal): M {
@@ -16,8 +70,12 @@ export function withAbortSignal<M extends object>(model: M, signal: AbortSignal)
     options.abortSignal ? AbortSignal.any([options.abortSignal, signal]) : signal;
   return new Proxy(model, {
     get(target, property) {
-      if (property === 'doStream')
-        return (o: ModelCall) => calls.doStream({ ...o, abortSignal: signalOf(o) });
+      if (property === 'doStream') {
+        return (o: ModelCall) =>
+          tracingOn()
+            ? tracedStream(calls, { ...o, abortSignal: signalOf(o) })
+            : calls.doStream({ ...o, abortSignal: signalOf(o) });
+      }
       if (property === 'doGenerate') {
         return (o: ModelCall) => calls.doGenerate({ ...o, abortSignal: signalOf(o) });
       }

@@ -55,6 +55,7 @@ const DEFAULTS: AppConfig = {
     header: 'x-auth-request-user',
     trustedProxies: [],
   },
+  tracing: { url: undefined, serviceName: 'io-bridge', serviceVersion: '0.1.0' },
 };
 
 describe('loadConfig', () => {
@@ -71,6 +72,29 @@ describe('loadConfig', () => {
 
     it('ignores variables it does not know', () => {
       expect(loadConfig({ PATH: '/usr/bin', SOMETHING_ELSE: '1' })).toEqual(DEFAULTS);
+    });
+  });
+
+  describe('tracing (OpenTelemetry variables)', () => {
+    it('sends traces to <OTEL_EXPORTER_OTLP_ENDPOINT>/v1/traces, or to the traces endpoint as given', () => {
+      expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing.url).toBe(
+        'http://collector:4318/v1/traces',
+      );
+      const both = loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://traces:4318/custom',
+        OTEL_SERVICE_NAME: 'bridge-eu',
+      }).tracing;
+      expect(both).toMatchObject({ url: 'http://traces:4318/custom', serviceName: 'bridge-eu' });
+    });
+
+    it('is off with OTEL_SDK_DISABLED=true, and refuses an endpoint that is not a URL', () => {
+      expect(
+        loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).tracing.url,
+      ).toBeUndefined();
+      expect(namedVariables(configError({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector' }))).toEqual([
+        'OTEL_EXPORTER_OTLP_ENDPOINT',
+      ]);
     });
   });
 
@@ -110,6 +134,8 @@ describe('loadConfig', () => {
         ADMIN_ROLE_CLAIM: 'realm_access.roles',
         ADMIN_ROLE: 'io-admin',
         JWT_CLOCK_TOLERANCE_S: '30',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318',
+        OTEL_SERVICE_NAME: 'io-bridge-prod',
       });
       expect(config).toEqual({
         env: 'production',
@@ -150,6 +176,11 @@ describe('loadConfig', () => {
           clockToleranceS: 30,
           header: 'x-auth-request-user',
           trustedProxies: [],
+        },
+        tracing: {
+          url: 'http://otel-collector:4318/v1/traces',
+          serviceName: 'io-bridge-prod',
+          serviceVersion: '0.1.0',
         },
       });
     });

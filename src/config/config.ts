@@ -102,6 +102,11 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9-]+$/)
     .default('x-auth-request-user'),
   TRUSTED_PROXIES: z.string().optional(),
+  // OpenTelemetry's standard variables: traces go to `<endpoint>/v1/traces`, or to the traces endpoint as given.
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('io-bridge'),
+  OTEL_SDK_DISABLED: bool.default(false),
 });
 
 export type DatabaseTimeouts = {
@@ -172,6 +177,8 @@ export type AppConfig = {
     /** CIDRs (IPv4 or IPv6) a header-mode request must come from. */
     trustedProxies: string[];
   };
+  /** OTLP/HTTP trace export: off (no provider registered) without a URL. */
+  tracing: { url?: string; serviceName: string; serviceVersion: string };
 };
 
 export class ConfigError extends Error {}
@@ -265,5 +272,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         .map((c) => c.trim())
         .filter(Boolean),
     },
+    tracing: {
+      url: e.OTEL_SDK_DISABLED
+        ? undefined
+        : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
+      serviceName: e.OTEL_SERVICE_NAME,
+      serviceVersion: SERVICE_VERSION,
+    },
   };
+}
+
+/** The service's version, as traces report it. */
+const SERVICE_VERSION = '0.1.0';
+
+/** Where spans go, with OpenTelemetry's semantics: the signal endpoint as is, or the base one plus /v1/traces. */
+function tracesUrl(traces?: string, base?: string): string | undefined {
+  if (traces) return traces;
+  return base ? `${base.replace(/\/+$/, '')}/v1/traces` : undefined;
 }

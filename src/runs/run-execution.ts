@@ -10,6 +10,8 @@ import { StoredMessage, textOf } from '../threads/message-format';
 import { TITLE_PROMPT } from '../agents/prompts';
 import { linearTimeSchema } from '../common/json-schema';
 import { isDatabaseUnavailable } from '../database/database-errors';
+import { Span, SpanKind } from '@opentelemetry/api';
+import { endWithError, ownerHash, startSpan, tracingOn, withSpan } from '../ops/tracing';
 
 import { AguiEvent, RunErrorCode } from './agui-events';
 import { RunAgentInputDto } from './dto/run-agent-input.dto';
@@ -100,6 +102,8 @@ export class RunExecution implements RunToolContext {
   private untrack: () => void = () => undefined;
   private release: () => void = () => undefined;
   private timeRun: (labels: { status: string }) => void = () => undefined;
+  /** The run's span (a child of its request's), when tracing is on. */
+  private span: Span | undefined;
 
   constructor(
     private readonly run: PreparedRun,
@@ -135,6 +139,7 @@ export class RunExecution implements RunToolContext {
 
   /** Emits RUN_STARTED; the engine starts with `drive()`. */
   start(): void {
+    if (tracingOn()) this.span = this.startSpan();
     this.lifecycle.start();
     this.deps.metrics.activeRuns.inc();
     this.timeRun = this.deps.metrics.runDuration.startTimer({ agent: this.run.agent.definition.id });
@@ -151,7 +156,22 @@ export class RunExecution implements RunToolContext {
     if (!this.abort.signal.aborted) this.abort.abort(new StopReason(code, message));
   }
 
-  async drive(): Promise<void> {
+  private startSpan(): Span | undefined {
+    const { input, principal, agent } = this.run;
+    return startSpan(`run ${agent.definition.id}`, SpanKind.INTERNAL, {
+      'io_bridge.run.id': input.runId,
+      'io_bridge.thread.id': input.threadId,
+      'io_bridge.agent.id': agent.definition.id,
+      'io_bridge.owner.hash': ownerHash(principal.resourceId),
+    });
+  }
+
+  /** Runs the engine with the run's span current: model and tool calls nest under it. */
+  drive(): Promise<void> {
+    return withSpan(this.span, () => this.engine());
+  }
+
+  private async engine(): Promise<void> {
     let outcome: Outcome | undefined;
     let failure: unknown;
     const signal = this.abort.signal;
@@ -207,7 +227,8 @@ export class RunExecution implements RunToolContext {
     // The ending is decided: a lease lost from now on changes nothing (and endRun then writes nothing).
     this.release();
     try {
-      await this.end(ending);
+      const code = await this.end(ending);
+      if (this.span) this.endSpan(ending.end.status, code, this.span);
     } finally {
       this.deps.metrics.activeRuns.dec();
       this.deps.metrics.runOutcomes.inc({ status: ending.end.status, code: ending.end.code ?? 'none' });
@@ -348,7 +369,16 @@ export class RunExecution implements RunToolContext {
    * Records the final status and the messages the client was shown first, so a client that sees the
    * terminal event can rely on both.
    */
-  private async end(ending: Ending): Promise<void> {
+  private endSpan(status: RunEnd['status'], code: RunErrorCode | undefined, span: Span): void {
+    const outcome = code && status === 'finished' ? 'error' : status;
+    span.setAttribute('io_bridge.run.outcome', outcome);
+    if (code) span.setAttribute('io_bridge.run.error_code', code);
+    if (outcome === 'error') endWithError(span, code ?? 'error');
+    else span.end();
+  }
+
+  /** Records the end and sends the terminal event; returns the error code the client was shown, if any. */
+  private async end(ending: Ending): Promise<RunErrorCode | undefined> {
     let terminal = ending.terminal;
     const { runId, threadId } = this.run.input;
     // What the client is shown is closed first (a cut-off tool call gets its repaired arguments), so
@@ -372,6 +402,7 @@ export class RunExecution implements RunToolContext {
     if (terminal) this.lifecycle.fail(terminal.code, terminal.message);
     else this.lifecycle.finish(ending.result);
     if (!terminal && this.run.generateTitle && this.stores) void this.generateTitle();
+    return terminal?.code;
   }
 
   /** memoryOptions.generateTitle: the agent's model names the thread, after the run, off the stream's path. */

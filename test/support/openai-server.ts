@@ -1,4 +1,4 @@
-import { createServer, IncomingMessage, Server } from 'node:http';
+import { createServer, IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 
 export type ChatRequest = {
   model: string;
@@ -18,10 +18,16 @@ export type Reply =
  * A small OpenAI-compatible chat-completions server (streaming SSE, as OpenAI, Ollama and vLLM
  * speak it), so the real provider path through Mastra is exercised over HTTP.
  */
-export async function startOpenAiServer(
-  answer: (req: ChatRequest) => Reply,
-): Promise<{ url: string; requests: ChatRequest[]; closedEarly: () => number; close: () => Promise<void> }> {
+export async function startOpenAiServer(answer: (req: ChatRequest) => Reply): Promise<{
+  url: string;
+  requests: ChatRequest[];
+  /** Each request's headers, in the order of `requests`. */
+  headers: IncomingHttpHeaders[];
+  closedEarly: () => number;
+  close: () => Promise<void>;
+}> {
   const requests: ChatRequest[] = [];
+  const headers: IncomingHttpHeaders[] = [];
   /** Responses whose connection closed before the server ended them: the caller gave up. */
   let closedEarly = 0;
   const read = (req: IncomingMessage) =>
@@ -38,6 +44,7 @@ export async function startOpenAiServer(
       }
       const request = JSON.parse(body) as ChatRequest;
       requests.push(request);
+      headers.push(req.headers);
       const reply = answer(request);
       if ('status' in reply) {
         res.writeHead(reply.status, { 'content-type': 'application/json' });
@@ -82,6 +89,7 @@ export async function startOpenAiServer(
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    headers,
     closedEarly: () => closedEarly,
     close: () => {
       server.closeAllConnections();

@@ -1,6 +1,8 @@
 import { createTool, Tool } from '@mastra/core/tools';
 import { safeErrorMessage } from '../../common/errors';
 import { linearTimeSchema } from '../../common/json-schema';
+import { Span, SpanKind } from '@opentelemetry/api';
+import { endWithError, startSpan, tracingOn, withSpan } from '../../ops/tracing';
 
 /** What a frontend posted for a tool call: its content, or an error text. */
 export type ToolResult = { content?: unknown; error?: string };
@@ -29,6 +31,40 @@ function runOf(ctx: unknown): { run?: RunToolContext; toolCallId?: string } {
   };
 }
 
+/** A span for one tool call: a server tool's execution, or a frontend tool's wait for its result. */
+function toolSpan(
+  name: string,
+  kind: 'server' | 'frontend',
+  toolCallId: string | undefined,
+): Span | undefined {
+  return startSpan(`execute_tool ${name}`, SpanKind.INTERNAL, {
+    'gen_ai.operation.name': 'execute_tool',
+    'gen_ai.tool.name': name,
+    'gen_ai.tool.call.id': toolCallId,
+    'io_bridge.tool.kind': kind,
+  });
+}
+
+/** `work` under the tool call's span when tracing is on; a failure marks the span as an error. */
+async function traced<T>(
+  name: string,
+  kind: 'server' | 'frontend',
+  toolCallId: string | undefined,
+  work: () => Promise<T>,
+): Promise<T> {
+  const span = tracingOn() ? toolSpan(name, kind, toolCallId) : undefined;
+  if (!span) return work();
+  try {
+    const result = await withSpan(span, work);
+    span.end();
+    return result;
+  } catch (err) {
+    // The code only: a tool's error text may carry the user's data.
+    endWithError(span, 'TOOL_ERROR');
+    throw err;
+  }
+}
+
 /**
  * Wraps a server tool so its TOOL_CALL_RESULT is emitted as soon as it returns: Mastra itself emits
  * the results of a step only when every tool of the step is done, and a server tool's result must
@@ -46,7 +82,7 @@ export function reportingTool(
     execute: async (input: unknown, ctx: any) => {
       const { run, toolCallId } = runOf(ctx);
       try {
-        const output = await execute(input, ctx);
+        const output = await traced(tool.id, 'server', toolCallId, async () => execute(input, ctx));
         if (run && toolCallId) run.reportResult(toolCallId, output);
         return output;
       } catch (err) {
@@ -77,13 +113,15 @@ export function frontendTool(declaration: FrontendToolDeclaration): Tool<any, an
     execute: async (_input: unknown, ctx: any) => {
       const { run, toolCallId } = runOf(ctx);
       if (!run || !toolCallId) throw new Error('A frontend tool needs its run');
-      const result = await run.waitForFrontendResult(toolCallId);
-      if (result.error !== undefined) {
-        run.reportResult(toolCallId, { error: result.error });
-        throw new Error(result.error);
-      }
-      run.reportResult(toolCallId, result.content);
-      return result.content;
+      return traced(declaration.name, 'frontend', toolCallId, async () => {
+        const result = await run.waitForFrontendResult(toolCallId);
+        if (result.error !== undefined) {
+          run.reportResult(toolCallId, { error: result.error });
+          throw new Error(result.error);
+        }
+        run.reportResult(toolCallId, result.content);
+        return result.content;
+      });
     },
   }) as Tool<any, any, any, any, any, any, any>;
 }
