@@ -50,6 +50,13 @@ export function loadOverrides(
     }
     fromFile = parsed.data;
   }
+  const known = new Set(agentIds.flatMap((id) => [envKey(id, 'MODEL'), envKey(id, 'INSTRUCTIONS')]));
+  const stray = Object.keys(env).filter((key) => !known.has(key));
+  if (stray.length) {
+    throw new ConfigError(
+      `Invalid configuration:\n  ${stray[0]}: names no agent (known: ${agentIds.join(', ')})`,
+    );
+  }
   const out = new Map<string, AgentOverride>();
   for (const id of agentIds) {
     const merged = {

@@ -1,12 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Agent } from '@mastra/core/agent';
 import { noopLogger } from '@mastra/core/logger';
+import { getProviderConfig, parseModelString } from '@mastra/core/llm';
 import type { AppConfig } from '../config/config';
+import { ConfigError } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
 import { AgentDefinition } from './agent-definition';
 import { AgentView } from './dto/agent-view.dto';
-import { loadOverrides } from './agent-overrides';
+import { envKey, loadOverrides } from './agent-overrides';
 import { agentDefinitions } from './index';
 import { reportingTool } from './tools/run-tools';
 import { resolveModel } from './model-factory';
@@ -18,6 +20,22 @@ export type RegisteredAgent = {
   modelId: string;
   serverToolNames: ReadonlySet<string>;
 };
+
+/**
+ * A provider model without its API key would start and then fail every run: refused at start-up,
+ * naming the key. With OPENAI_BASE_URL the model is served by an OpenAI-compatible server instead.
+ */
+function requireApiKey(modelId: string, variable: string, model: AppConfig['model']): void {
+  if (modelId === 'scripted' || model.openaiBaseUrl) return;
+  const { provider } = parseModelString(modelId);
+  const keys = provider ? getProviderConfig(provider)?.apiKeyEnvVar : undefined;
+  if (!keys) return;
+  const names = [keys].flat();
+  if (names.some((name) => process.env[name])) return;
+  throw new ConfigError(
+    `Invalid configuration:\n  ${variable}: ${modelId} needs ${names.join(' or ')} (or OPENAI_BASE_URL for an OpenAI-compatible server)`,
+  );
+}
 
 /** The registry of Mastra agents, built once at start-up so a run does no per-agent set-up work. */
 @Injectable()
@@ -36,6 +54,7 @@ export class AgentsService {
       if (this.agents.has(definition.id)) throw new Error(`Duplicate agent id '${definition.id}'`);
       const override = overrides.get(definition.id);
       const modelId = override?.model ?? definition.model ?? config.model.id;
+      requireApiKey(modelId, override?.model ? envKey(definition.id, 'MODEL') : 'MODEL', config.model);
       const agent = new Agent({
         id: definition.id,
         name: definition.name,
@@ -52,8 +71,8 @@ export class AgentsService {
       this.agents.set(definition.id, { definition, agent, modelId, serverToolNames });
     }
     if (!this.agents.has(config.defaultAgentId)) {
-      throw new Error(
-        `DEFAULT_AGENT_ID '${config.defaultAgentId}' is not a known agent (known: ${[...this.agents.keys()].join(', ')})`,
+      throw new ConfigError(
+        `Invalid configuration:\n  DEFAULT_AGENT_ID: '${config.defaultAgentId}' is not a known agent (known: ${[...this.agents.keys()].join(', ')})`,
       );
     }
     this.defaultAgentId = config.defaultAgentId;
