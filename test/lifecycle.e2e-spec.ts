@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,9 +113,14 @@ describe('the embedded Postgres (no DATABASE_URL)', () => {
     EMBEDDED_PG_PORT: String(pgPort),
     SHUTDOWN_GRACE_MS: '1500',
   });
-  /** What `npm start` runs after building, in its own process group as a terminal runs it. */
-  const npmStart = (port: number) => {
-    const child = spawn(process.execPath, [MAIN], {
+  /**
+   * `npm run start:prod` (what `npm start` runs once it has built), or the built service itself, in a
+   * process group of its own as a terminal runs a command.
+   */
+  const start = (port: number, viaNpm: boolean) => {
+    const [command, args] = viaNpm ? ['npm', ['run', '--silent', 'start:prod']] : [process.execPath, [MAIN]];
+    const child = spawn(command, args, {
+      cwd: join(__dirname, '..'),
       env: userEnv(embedded(port)),
       stdio: 'ignore',
       detached: true,
@@ -123,12 +128,21 @@ describe('the embedded Postgres (no DATABASE_URL)', () => {
     children.push(child);
     return child;
   };
+  /** Resolves once the service no longer answers and its embedded Postgres has stopped (no postmaster.pid). */
+  const gone = (origin: string) =>
+    eventually(
+      () =>
+        fetch(`${origin}/health/live`).then(
+          () => undefined,
+          () => (existsSync(join(dir, 'pg', 'postmaster.pid')) ? undefined : true),
+        ),
+      30_000,
+    );
 
   it('Ctrl-C with a live run: the run ends RUN_ERROR SHUTTING_DOWN, exit 0, recorded as such; a second instance and migrations say why they cannot start', async () => {
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
-    const child = npmStart(port);
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const child = start(port, true);
     // The first start runs initdb: slow.
     await ready(origin, 90_000);
 
@@ -141,13 +155,14 @@ describe('the embedded Postgres (no DATABASE_URL)', () => {
     const input = runInput('/slow 1000 a b c d e f g h i j');
     const live = await openRun(`${origin}/io-bridge/run`, input);
     await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
-    // Ctrl-C: the terminal signals the whole foreground process group (the embedded Postgres too, if it were in it).
+    // Ctrl-C: the terminal signals the whole foreground process group, npm and the service alike.
     process.kill(-child.pid!, 'SIGINT');
 
     const frames = await live.done;
     assertStreamRules(frames, input);
     expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'SHUTTING_DOWN' });
-    expect(await exited).toBe(0);
+    // npm exits by the signal; the service drains, closes and stops its database after it.
+    await gone(origin);
 
     // `migration:show` sees the database the service used: every migration applied.
     const show = await runToExit(MIGRATE, embedded(await freePort()), ['show']);
@@ -156,7 +171,7 @@ describe('the embedded Postgres (no DATABASE_URL)', () => {
     expect(show.stdout).not.toContain('[ ]');
 
     // Started again on the same data: the run was recorded as ended by the shutdown, not INTERRUPTED.
-    const again = npmStart(port);
+    const again = start(port, false);
     const againExited = new Promise<number | null>((r) => again.once('exit', (code) => r(code)));
     await ready(origin, 30_000);
     const client = new Client(`postgres://postgres:postgres@127.0.0.1:${pgPort}/iobridge`);
