@@ -33,29 +33,24 @@ export function loadOverrides(
     try {
       raw = JSON.parse(readFileSync(path, 'utf8'));
     } catch (err) {
-      throw new ConfigError(
-        `Invalid configuration:\n  AGENTS_CONFIG: cannot read ${path}: ${(err as Error).message}`,
-      );
+      throw ConfigError.invalid([`AGENTS_CONFIG: cannot read ${path}: ${(err as Error).message}`]);
     }
     const parsed = fileSchema.safeParse(raw);
     if (!parsed.success) {
-      const lines = parsed.error.issues.map((i) => `  AGENTS_CONFIG ${i.path.join('.')}: ${i.message}`);
-      throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+      throw ConfigError.invalid(
+        parsed.error.issues.map((i) => `AGENTS_CONFIG ${i.path.join('.')}: ${i.message}`),
+      );
     }
     const unknown = Object.keys(parsed.data).filter((id) => !agentIds.includes(id));
     if (unknown.length) {
-      throw new ConfigError(
-        `Invalid configuration:\n  AGENTS_CONFIG: unknown agent(s) ${unknown.join(', ')}`,
-      );
+      throw ConfigError.invalid([`AGENTS_CONFIG: unknown agent(s) ${unknown.join(', ')}`]);
     }
     fromFile = parsed.data;
   }
   const known = new Set(agentIds.flatMap((id) => [envKey(id, 'MODEL'), envKey(id, 'INSTRUCTIONS')]));
   const stray = Object.keys(env).filter((key) => !known.has(key));
   if (stray.length) {
-    throw new ConfigError(
-      `Invalid configuration:\n  ${stray[0]}: names no agent (known: ${agentIds.join(', ')})`,
-    );
+    throw ConfigError.invalid([`${stray[0]}: names no agent (known: ${agentIds.join(', ')})`]);
   }
   const out = new Map<string, AgentOverride>();
   for (const id of agentIds) {
@@ -66,9 +61,7 @@ export function loadOverrides(
     };
     const checked = overrideSchema.safeParse(merged);
     if (!checked.success) {
-      throw new ConfigError(
-        `Invalid configuration:\n  ${envKey(id, 'MODEL')}: ${checked.error.issues[0].message}`,
-      );
+      throw ConfigError.invalid([`${envKey(id, 'MODEL')}: ${checked.error.issues[0].message}`]);
     }
     out.set(id, checked.data);
   }

@@ -32,9 +32,9 @@ function requireApiKey(modelId: string, variable: string, model: AppConfig['mode
   if (!keys) return;
   const names = [keys].flat();
   if (names.some((name) => process.env[name])) return;
-  throw new ConfigError(
-    `Invalid configuration:\n  ${variable}: ${modelId} needs ${names.join(' or ')} (or OPENAI_BASE_URL for an OpenAI-compatible server)`,
-  );
+  throw ConfigError.invalid([
+    `${variable}: ${modelId} needs ${names.join(' or ')} (or OPENAI_BASE_URL for an OpenAI-compatible server)`,
+  ]);
 }
 
 /** The registry of Mastra agents, built once at start-up so a run does no per-agent set-up work. */
@@ -71,9 +71,9 @@ export class AgentsService {
       this.agents.set(definition.id, { definition, agent, modelId, serverToolNames });
     }
     if (!this.agents.has(config.defaultAgentId)) {
-      throw new ConfigError(
-        `Invalid configuration:\n  DEFAULT_AGENT_ID: '${config.defaultAgentId}' is not a known agent (known: ${[...this.agents.keys()].join(', ')})`,
-      );
+      throw ConfigError.invalid([
+        `DEFAULT_AGENT_ID: '${config.defaultAgentId}' is not a known agent (known: ${[...this.agents.keys()].join(', ')})`,
+      ]);
     }
     this.defaultAgentId = config.defaultAgentId;
     this.log.log(

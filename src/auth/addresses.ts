@@ -21,9 +21,9 @@ export function trustedProxyList(entries: string[]): BlockList {
     const bits = prefix === undefined ? undefined : /^\d{1,3}$/.test(prefix) ? Number(prefix) : NaN;
     const max = family === 'ipv4' ? 32 : 128;
     if (!family || extra !== undefined || (bits !== undefined && !(bits <= max))) {
-      throw new ConfigError(
-        `Invalid configuration:\n  TRUSTED_PROXIES: '${entry}' is not an IP address or CIDR such as 10.0.0.0/8`,
-      );
+      throw ConfigError.invalid([
+        `TRUSTED_PROXIES: '${entry}' is not an IP address or CIDR such as 10.0.0.0/8`,
+      ]);
     }
     if (bits === undefined) list.addAddress(address, family);
     else list.addSubnet(address, bits, family);

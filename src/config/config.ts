@@ -181,15 +181,23 @@ export type AppConfig = {
   tracing: { url?: string; serviceName: string; serviceVersion: string };
 };
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  /** Invalid settings, each `VARIABLE: problem and fix`: one problem is one line, several one line each. */
+  static invalid(problems: string[]): ConfigError {
+    return new ConfigError(
+      problems.length === 1
+        ? `Invalid configuration: ${problems[0]}`
+        : `Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`,
+    );
+  }
+}
 
 /** Parses the environment into the typed configuration, or throws a message naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = envSchema.safeParse(cleaned);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+    throw ConfigError.invalid(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   }
   const e = parsed.data;
   const authProblem =
@@ -200,16 +208,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         : e.AUTH_MODE === 'header' && !e.TRUSTED_PROXIES
           ? 'TRUSTED_PROXIES: required with AUTH_MODE=header (comma-separated CIDRs)'
           : undefined;
-  if (authProblem) throw new ConfigError(`Invalid configuration:\n  ${authProblem}`);
+  if (authProblem) throw ConfigError.invalid([authProblem]);
   if (e.DATABASE_QUERY_TIMEOUT_MS < e.DATABASE_STATEMENT_TIMEOUT_MS) {
-    throw new ConfigError(
-      'Invalid configuration:\n  DATABASE_QUERY_TIMEOUT_MS: must be at least DATABASE_STATEMENT_TIMEOUT_MS (a live server should time out first)',
-    );
+    throw ConfigError.invalid([
+      'DATABASE_QUERY_TIMEOUT_MS: must be at least DATABASE_STATEMENT_TIMEOUT_MS (a live server should time out first)',
+    ]);
   }
   if (e.OPENAI_BASE_URL && e.MODEL === 'scripted') {
-    throw new ConfigError(
-      'Invalid configuration:\n  MODEL: OPENAI_BASE_URL needs MODEL=<provider>/<model>, e.g. ollama/llama3.1',
-    );
+    throw ConfigError.invalid([
+      'MODEL: OPENAI_BASE_URL needs MODEL=<provider>/<model>, e.g. ollama/llama3.1',
+    ]);
   }
   return {
     env: e.NODE_ENV,
