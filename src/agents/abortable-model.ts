@@ -86,9 +86,12 @@ export function withAbortSignal<M extends object>(model: M, signal: AbortSignal)
   });
 }
 
+/** The request-context key of the signal that aborts a call's provider requests (set by MastraRunner). */
+export const MODEL_SIGNAL_KEY = 'io-bridge.model-signal';
+
 /**
- * The agent's model, bound per call to the run it serves: the run's abort signal reaches the
- * provider call itself (its HTTP request, the scripted model's timers). A run does not hand that
+ * The agent's model, bound per call to the run it serves: the call's abort signal (or else the run's)
+ * reaches the provider call itself (its HTTP request, the scripted model's timers). A run does not hand that
  * signal to `agent.stream()`: Mastra then races every chunk of the model stream against it (a
  * listener added and removed per chunk, in a stream layer of its own), which cost 15 to 17 % of the
  * engine's throughput (bench/README.md). Outside a run (the title request) the model is as configured.
@@ -97,7 +100,9 @@ export function abortableModel(config: MastraModelConfig) {
   let resolved: ReturnType<typeof resolveModelConfig> | undefined;
   return async ({ requestContext }: { requestContext: RequestContext }) => {
     const model = await (resolved ??= resolveModelConfig(config));
-    const run = requestContext.get<string, RunToolContext | undefined>(RUN_CONTEXT_KEY);
-    return run ? withAbortSignal(model, run.signal) : model;
+    const signal =
+      requestContext.get<string, AbortSignal | undefined>(MODEL_SIGNAL_KEY) ??
+      requestContext.get<string, RunToolContext | undefined>(RUN_CONTEXT_KEY)?.signal;
+    return signal ? withAbortSignal(model, signal) : model;
   };
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DrainState } from '../ops/drain.service';
-import { RunsService } from './runs.service';
+import { LiveRuns } from './live-runs';
 
 /**
  * SIGTERM: readiness goes red and new runs are refused; active runs get `SHUTDOWN_GRACE_MS` to
@@ -15,16 +15,16 @@ export class GracefulShutdown {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly drain: DrainState,
-    private readonly runs: RunsService,
+    private readonly runs: LiveRuns,
   ) {}
 
   async drainRuns(): Promise<void> {
     this.drain.begin();
     const deadline = Date.now() + this.config.shutdownGraceMs;
-    this.log.log(`draining: ${this.runs.activeCount} active run(s), up to ${this.config.shutdownGraceMs} ms`);
-    while (this.runs.activeCount && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    if (this.runs.activeCount) {
-      this.log.warn(`ending ${this.runs.activeCount} run(s) with SHUTTING_DOWN`);
+    this.log.log(`draining: ${this.runs.count} active run(s), up to ${this.config.shutdownGraceMs} ms`);
+    while (this.runs.count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    if (this.runs.count) {
+      this.log.warn(`ending ${this.runs.count} run(s) with SHUTTING_DOWN`);
       await this.runs.stopAll('SHUTTING_DOWN', 'The service is shutting down', 5000);
     }
   }

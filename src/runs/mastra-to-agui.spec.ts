@@ -1,6 +1,7 @@
 import { safeErrorMessage } from '../common/errors';
 import { UpstreamEvent } from './agui-events';
-import { MastraChunk, MastraToAgui, Outcome } from './mastra-to-agui';
+import { lastValueFrom, of, Subject, toArray } from 'rxjs';
+import { MastraChunk, MastraToAgui, Outcome, translate } from './mastra-to-agui';
 
 /** A translator whose step message ids are msg-1, msg-2, … */
 function translator(): MastraToAgui {
@@ -255,6 +256,52 @@ describe('MastraToAgui', () => {
       a.translate(c('step-start', {}));
       expect(b.translate(c('step-start', {})).events).toEqual([{ type: 'STEP_STARTED', stepName: 'step-1' }]);
     });
+  });
+});
+
+describe('translate() (the operator)', () => {
+  it('gives one translation per chunk that has events or an outcome, and completes after the first outcome', async () => {
+    let n = 0;
+    const chunks = [
+      c('start', {}),
+      c('step-start', {}),
+      c('text-delta', { text: 'Hi' }),
+      c('step-finish', {}),
+      c('finish', {}),
+      c('text-delta', { text: 'after the end' }),
+    ];
+    const translations = await lastValueFrom(
+      of(...chunks).pipe(
+        translate(() => `msg-${++n}`),
+        toArray(),
+      ),
+    );
+    expect(translations).toEqual([
+      { events: [{ type: 'STEP_STARTED', stepName: 'step-1' }] },
+      { events: [{ type: 'TEXT_MESSAGE_CONTENT', messageId: 'msg-1', delta: 'Hi' }] },
+      { events: [{ type: 'STEP_FINISHED', stepName: 'step-1' }] },
+      { events: [], outcome: { kind: 'finished' } },
+    ]);
+  });
+
+  it('the first outcome unsubscribes from the chunks: the engine is told to stop sending', () => {
+    const chunks = new Subject<MastraChunk>();
+    const seen: unknown[] = [];
+    chunks.pipe(translate()).subscribe((t) => seen.push(t));
+    chunks.next(c('error', { error: new Error('boom') }));
+    expect(seen).toEqual([{ events: [], outcome: { kind: 'error', message: 'boom' } }]);
+    expect(chunks.observed).toBe(false);
+  });
+
+  it('each subscription translates with a translator of its own', async () => {
+    const steps = of(c('step-start', {}), c('step-finish', {}));
+    const translated = steps.pipe(translate());
+    const [a, b] = await Promise.all([
+      lastValueFrom(translated.pipe(toArray())),
+      lastValueFrom(translated.pipe(toArray())),
+    ]);
+    expect(a).toEqual(b);
+    expect(a[0]).toEqual({ events: [{ type: 'STEP_STARTED', stepName: 'step-1' }] });
   });
 });
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { defer, filter, map, OperatorFunction, takeWhile } from 'rxjs';
 import { safeErrorMessage } from '../common/errors';
 import { UpstreamEvent } from './agui-events';
 
@@ -133,4 +134,21 @@ export class MastraToAgui {
         return NONE;
     }
   }
+}
+
+/**
+ * The translation as an operator: one Translation per chunk that gives events or an outcome, each
+ * subscription with a translator of its own. It completes after the first outcome: the run ends
+ * there, and unsubscribing stops the engine from sending more.
+ */
+export function translate(newId?: () => string): OperatorFunction<MastraChunk, Translation> {
+  return (chunks) =>
+    defer(() => {
+      const translator = new MastraToAgui(newId);
+      return chunks.pipe(
+        map((chunk) => translator.translate(chunk)),
+        filter((t) => t.events.length > 0 || t.outcome !== undefined),
+        takeWhile((t) => t.outcome === undefined, true),
+      );
+    });
 }

@@ -6,12 +6,20 @@ import { noopLogger } from '@mastra/core/logger';
 import { createTool } from '@mastra/core/tools';
 import fc from 'fast-check';
 import { isDeepStrictEqual } from 'node:util';
-import { from } from 'rxjs';
+import { EMPTY, from, lastValueFrom, Observable, Subject, Subscription, tap, throwError } from 'rxjs';
 import { z } from 'zod';
 import { ScriptedModel } from '../agents/scripted-model';
 import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
-import { MastraChunk, MastraToAgui, Outcome } from './mastra-to-agui';
-import { RunLifecycle } from './run-lifecycle';
+import { MastraRunner } from './mastra-runner';
+import { MastraChunk, MastraToAgui, Outcome, translate, Translation } from './mastra-to-agui';
+import {
+  GuardOptions,
+  guardLifecycle,
+  ReportedResult,
+  RunLifecycle,
+  Stopped,
+  Terminal,
+} from './run-lifecycle';
 
 const THREAD = 'thread-1';
 const RUN = 'run-1';
@@ -1511,10 +1519,10 @@ describe('RunLifecycle on random upstream sequences (property)', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------
-// End to end: a real Mastra agent on the scripted model → MastraToAgui → RunLifecycle → the checker.
+// End to end: a real Mastra agent on the scripted model → MastraRunner → translate() → guardLifecycle() → the checker.
 // ---------------------------------------------------------------------------------------------------
 
-describe('a real Mastra agent with the scripted model, through MastraToAgui and RunLifecycle', () => {
+describe('a real Mastra agent with the scripted model, through MastraRunner, translate() and guardLifecycle()', () => {
   const add = createTool({
     id: 'add',
     description: 'Adds one to a',
@@ -1537,35 +1545,47 @@ describe('a real Mastra agent with the scripted model, through MastraToAgui and 
   // The model error of /error is expected; Mastra would log it to the console.
   agent.__setLogger(noopLogger);
 
-  /** Streams `prompt` the way RunsService drives a run: translate until an outcome, then end the run. */
+  const runner = new MastraRunner();
+
+  /** How RunExecution decides the end from what stopped the stream. */
+  function decide({ outcome, failure }: Stopped, signal: AbortSignal): Terminal {
+    if (signal.aborted) return { code: 'CANCELLED', message: 'The run was cancelled' };
+    if (failure !== undefined) return { code: 'INTERNAL', message: 'The run failed unexpectedly' };
+    if (outcome?.kind === 'finished') return {};
+    if (outcome?.kind === 'error') return { code: 'MODEL_ERROR', message: outcome.message };
+    if (outcome?.kind === 'aborted') return { code: 'CANCELLED', message: 'The run was cancelled' };
+    return { code: 'MODEL_ERROR', message: 'The model stream ended unexpectedly' };
+  }
+
+  /** Streams `prompt` through the service's pipeline: MastraRunner → translate() → guardLifecycle(). */
   async function stream(prompt: string, abortAfterFirstDelta = false) {
     const h = harness();
     const controller = new AbortController();
-    const translator = new MastraToAgui();
-    h.lifecycle.start();
-    const output = await agent.stream(prompt, { maxSteps: 5, abortSignal: controller.signal });
-    const reader = (output.fullStream as unknown as ReadableStream<MastraChunk>).getReader();
     let outcome: Outcome | undefined;
     let failure: unknown;
-    try {
-      while (!outcome) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        const translation = translator.translate(value);
-        for (const event of translation.events) h.lifecycle.push(event);
-        outcome = translation.outcome;
-        if (abortAfterFirstDelta && value.type === 'text-delta') controller.abort();
-      }
-    } catch (err) {
-      failure = err;
-    }
-    await reader.cancel().catch(() => undefined);
-    if (controller.signal.aborted) h.lifecycle.fail('CANCELLED', 'The run was cancelled');
-    else if (failure !== undefined) h.lifecycle.fail('INTERNAL', 'The run failed unexpectedly');
-    else if (outcome?.kind === 'finished') h.lifecycle.finish();
-    else if (outcome?.kind === 'error') h.lifecycle.fail('MODEL_ERROR', outcome.message);
-    else if (outcome?.kind === 'aborted') h.lifecycle.fail('CANCELLED', 'The run was cancelled');
-    else h.lifecycle.fail('MODEL_ERROR', 'The model stream ended unexpectedly');
+    await lastValueFrom(
+      runner.stream(agent, prompt, { options: { maxSteps: 5 }, signal: controller.signal }).pipe(
+        translate(),
+        guardLifecycle({
+          threadId: THREAD,
+          runId: RUN,
+          warn: (message) => h.warnings.push(message),
+          end: async (stopped, closeOpen) => {
+            ({ outcome, failure } = stopped);
+            const terminal = decide(stopped, controller.signal);
+            // As RunExecution does: a failed run's open messages are closed before it is recorded.
+            if ('code' in terminal) closeOpen();
+            await Promise.resolve();
+            return terminal;
+          },
+        }),
+        tap((event) => {
+          h.events.push(event);
+          if (abortAfterFirstDelta && event.type === 'TEXT_MESSAGE_CONTENT') controller.abort();
+        }),
+      ),
+      { defaultValue: undefined },
+    );
     checkStream(h.events);
     await clientVerifies(h.events);
     return { ...h, outcome, failure };
@@ -1615,13 +1635,12 @@ describe('a real Mastra agent with the scripted model, through MastraToAgui and 
     ]);
   });
 
-  it('/bench 50: fifty "x " deltas in one message', async () => {
+  it('/bench 50: fifty "x " deltas in one message, handed over in one event-loop turn: one delta', async () => {
     const { events, outcome } = await stream('/bench 50');
     expect(outcome).toEqual({ kind: 'finished' });
     const deltas = of(events, 'TEXT_MESSAGE_CONTENT');
-    expect(deltas).toHaveLength(50);
-    expect(new Set(deltas.map((e) => e.delta))).toEqual(new Set(['x ']));
-    expect(new Set(deltas.map((e) => e.messageId)).size).toBe(1);
+    expect(deltas.map((e) => e.delta)).toEqual(['x '.repeat(50)]);
+    expect(of(events, 'TEXT_MESSAGE_START')).toHaveLength(1);
   });
 
   it('/tool add: call, result and answer; the client rebuilds assistant(toolCalls) → tool → assistant(text)', async () => {
@@ -1691,5 +1710,159 @@ describe('a real Mastra agent with the scripted model, through MastraToAgui and 
     ]);
     expect(textOf(events).startsWith('You ')).toBe(true);
     expect(textOf(events)).not.toBe('You said: one two three four');
+  });
+});
+
+describe('guardLifecycle (the operator)', () => {
+  const t = (events: UpstreamEvent[], outcome?: Outcome): Translation => ({
+    events,
+    ...(outcome ? { outcome } : {}),
+  });
+
+  function guard(
+    source: Observable<Translation>,
+    options: Partial<GuardOptions> = {},
+  ): { events: AguiEvent[]; done: Promise<void>; stops: Stopped[]; subscription: Subscription } {
+    const events: AguiEvent[] = [];
+    const stops: Stopped[] = [];
+    let n = 0;
+    let resolve!: () => void;
+    let reject!: (err: unknown) => void;
+    const done = new Promise<void>((res, rej) => ([resolve, reject] = [res, rej]));
+    const subscription = source
+      .pipe(
+        guardLifecycle({
+          threadId: THREAD,
+          runId: RUN,
+          newId: () => `gen-${++n}`,
+          end: (stopped) => {
+            stops.push(stopped);
+            return Promise.resolve({});
+          },
+          ...options,
+        }),
+      )
+      .subscribe({ next: (e) => events.push(e), error: reject, complete: resolve });
+    return { events, done, stops, subscription };
+  }
+
+  it('sends RUN_STARTED on subscription, before it subscribes to the upstream', () => {
+    const seen: string[] = [];
+    const upstream = new Observable<Translation>(() => {
+      seen.push('upstream subscribed');
+    });
+    upstream
+      .pipe(guardLifecycle({ threadId: THREAD, runId: RUN, end: () => Promise.resolve({}) }))
+      .subscribe((event) => seen.push(event.type));
+    expect(seen).toEqual(['RUN_STARTED', 'upstream subscribed']);
+  });
+
+  it('passes the translated events through the guard, then the terminal event from `end`, then completes', async () => {
+    const upstream = new Subject<Translation>();
+    const g = guard(upstream);
+    upstream.next(t([{ type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: 'Hi' }]));
+    upstream.next(t([{ type: 'TEXT_MESSAGE_END', messageId: 'm1' }], { kind: 'finished', result: 1 }));
+    upstream.complete();
+    await g.done;
+    expect(g.stops).toEqual([{ outcome: { kind: 'finished', result: 1 } }]);
+    expect(bare(g.events)).toEqual([
+      STARTED,
+      { type: 'TEXT_MESSAGE_START', messageId: 'm1', role: 'assistant' },
+      { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: 'Hi' },
+      { type: 'TEXT_MESSAGE_END', messageId: 'm1' },
+      FINISHED,
+    ]);
+  });
+
+  it('the terminal event waits for `end`, which may close what is open first; nothing follows it', async () => {
+    const upstream = new Subject<Translation>();
+    let record!: () => void;
+    const recorded = new Promise<void>((resolve) => (record = resolve));
+    const g = guard(upstream, {
+      end: async (_stopped, closeOpen) => {
+        closeOpen();
+        await recorded;
+        return { code: 'MODEL_ERROR', message: 'boom' };
+      },
+    });
+    upstream.next(t([{ type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: 'Hi' }]));
+    upstream.complete();
+    await new Promise((r) => setImmediate(r));
+    expect(g.events.map((e) => e.type)).toEqual([
+      'RUN_STARTED',
+      'TEXT_MESSAGE_START',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_END',
+    ]);
+    record();
+    await g.done;
+    expect(bare(g.events.slice(-1))).toEqual([{ type: 'RUN_ERROR', message: 'boom', code: 'MODEL_ERROR' }]);
+    checkStream(g.events);
+  });
+
+  it('an upstream that fails reaches `end` as its failure; the stream itself never errors', async () => {
+    const failure = new Error('engine exploded');
+    const g = guard(
+      throwError(() => failure),
+      {
+        end: () => Promise.resolve({ code: 'INTERNAL', message: 'The run failed unexpectedly' }),
+      },
+    );
+    await g.done;
+    expect(bare(g.events)).toEqual([
+      STARTED,
+      { type: 'RUN_ERROR', message: 'The run failed unexpectedly', code: 'INTERNAL' },
+    ]);
+  });
+
+  it('`end` failing ends the run with RUN_ERROR INTERNAL', async () => {
+    const g = guard(EMPTY, { end: () => Promise.reject(new Error('database gone')) });
+    await g.done;
+    expect(bare(g.events)).toEqual([
+      STARTED,
+      { type: 'RUN_ERROR', message: 'The run failed unexpectedly', code: 'INTERNAL' },
+    ]);
+  });
+
+  it('a reported result waits for its TOOL_CALL_END, and one for an ended call goes at once', async () => {
+    const upstream = new Subject<Translation>();
+    const results = new Subject<ReportedResult>();
+    const g = guard(upstream, { results });
+    upstream.next(
+      t([{ type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'add', parentMessageId: 'p' }]),
+    );
+    results.next({ toolCallId: 'c1', content: { sum: 2 } });
+    expect(of(g.events, 'TOOL_CALL_RESULT')).toEqual([]);
+    upstream.next(t([{ type: 'TOOL_CALL_ARGS', toolCallId: 'c1', delta: '{"a":1}' }]));
+    upstream.next(t([{ type: 'TOOL_CALL_END', toolCallId: 'c1' }]));
+    upstream.next(
+      t([{ type: 'TOOL_CALL_START', toolCallId: 'c2', toolCallName: 'add', parentMessageId: 'p' }]),
+    );
+    upstream.next(t([{ type: 'TOOL_CALL_END', toolCallId: 'c2', args: { a: 5 } }]));
+    results.next({ toolCallId: 'c2', content: 'six' });
+    upstream.complete();
+    // Reported after the upstream stopped: too late to be shown (or stored).
+    results.next({ toolCallId: 'c3', content: 'late' });
+    await g.done;
+    expect(inner(g.events)).toEqual([
+      { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'add', parentMessageId: 'p' },
+      { type: 'TOOL_CALL_ARGS', toolCallId: 'c1', delta: '{"a":1}' },
+      { type: 'TOOL_CALL_END', toolCallId: 'c1' },
+      { type: 'TOOL_CALL_RESULT', messageId: 'gen-1', toolCallId: 'c1', content: '{"sum":2}', role: 'tool' },
+      { type: 'TOOL_CALL_START', toolCallId: 'c2', toolCallName: 'add', parentMessageId: 'p' },
+      { type: 'TOOL_CALL_ARGS', toolCallId: 'c2', delta: '{"a":5}' },
+      { type: 'TOOL_CALL_END', toolCallId: 'c2' },
+      { type: 'TOOL_CALL_RESULT', messageId: 'gen-2', toolCallId: 'c2', content: 'six', role: 'tool' },
+    ]);
+    expect(results.observed).toBe(false);
+  });
+
+  it('unsubscribing releases the upstream (the engine) without ending the run', () => {
+    let released = false;
+    const g = guard(new Observable<Translation>(() => () => (released = true)));
+    g.subscription.unsubscribe();
+    expect(released).toBe(true);
+    expect(g.stops).toEqual([]);
+    expect(g.events.map((e) => e.type)).toEqual(['RUN_STARTED']);
   });
 });

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { Observable, OperatorFunction } from 'rxjs';
 import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
 import { repairJsonObject } from './json-repair';
+import { Outcome, Translation } from './mastra-to-agui';
 
 /** JSON text of a value; undefined for what JSON cannot hold (a cycle, a BigInt). */
 function safeStringify(value: unknown): string | undefined {
@@ -299,4 +301,75 @@ export class RunLifecycle {
     const [stepName] = this.openSteps.splice(index, 1);
     this.emit({ type: 'STEP_FINISHED', timestamp: Date.now(), stepName });
   }
+}
+
+/** Why the upstream stopped: the outcome its translation gave, if any; the error it failed with, if it did. */
+export type Stopped = { outcome?: Outcome; failure?: unknown };
+
+/** How the run ends: RUN_FINISHED (with its result, if any), or RUN_ERROR. */
+export type Terminal = { result?: unknown } | { code: RunErrorCode; message: string };
+
+/** A tool call's result known before the engine reports it (the tool reported it itself). */
+export type ReportedResult = { toolCallId: string; content: unknown };
+
+export type GuardOptions = Omit<LifecycleOptions, 'emit'> & {
+  /** Each goes out right after its call's TOOL_CALL_END (at once when that is out already). */
+  results?: Observable<ReportedResult>;
+  /**
+   * Decides how the run ends once the upstream stopped, and records it: the terminal event waits for
+   * it. `closeOpen` closes what is open (call it first when the run fails, so what is recorded is
+   * what was shown). A rejection ends the run with RUN_ERROR INTERNAL.
+   */
+  end: (stopped: Stopped, closeOpen: () => void) => Promise<Terminal>;
+};
+
+/**
+ * RunLifecycle as an operator on the translated stream: RUN_STARTED as soon as it is subscribed (before
+ * the upstream is), the upstream's events as the guard lets them through, then, once the upstream
+ * completes or fails, the terminal event `end` decides; then it completes. It never errors.
+ */
+export function guardLifecycle(options: GuardOptions): OperatorFunction<Translation, AguiEvent> {
+  return (translations) =>
+    new Observable<AguiEvent>((subscriber) => {
+      const { results, end, ...rest } = options;
+      const lifecycle = new RunLifecycle({ ...rest, emit: (event) => subscriber.next(event) });
+      /** Results reported before their TOOL_CALL_END went out; sent right after it. */
+      const held = new Map<string, unknown>();
+      const push = (event: UpstreamEvent) => {
+        lifecycle.push(event);
+        if (event.type === 'TOOL_CALL_END' && event.toolCallId && held.has(event.toolCallId)) {
+          const content = held.get(event.toolCallId);
+          held.delete(event.toolCallId);
+          lifecycle.push({ type: 'TOOL_CALL_RESULT', toolCallId: event.toolCallId, content });
+        }
+      };
+      lifecycle.start();
+      const reported = results?.subscribe(({ toolCallId, content }) => {
+        if (lifecycle.toolCallEnded(toolCallId)) push({ type: 'TOOL_CALL_RESULT', toolCallId, content });
+        else held.set(toolCallId, content);
+      });
+      let outcome: Outcome | undefined;
+      const stop = (stopped: Stopped) => {
+        reported?.unsubscribe();
+        void end(stopped, () => lifecycle.closeOpen())
+          .catch((): Terminal => ({ code: 'INTERNAL', message: 'The run failed unexpectedly' }))
+          .then((terminal) => {
+            if ('code' in terminal) lifecycle.fail(terminal.code, terminal.message);
+            else lifecycle.finish(terminal.result);
+            subscriber.complete();
+          });
+      };
+      const upstream = translations.subscribe({
+        next: (translation) => {
+          for (const event of translation.events) push(event);
+          outcome ??= translation.outcome;
+        },
+        error: (failure: unknown) => stop({ outcome, failure }),
+        complete: () => stop(outcome ? { outcome } : {}),
+      });
+      return () => {
+        upstream.unsubscribe();
+        reported?.unsubscribe();
+      };
+    });
 }

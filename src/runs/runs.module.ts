@@ -4,7 +4,11 @@ import { AgentsModule } from '../agents/agents.module';
 import { ThreadsModule } from '../threads/threads.module';
 import { ConversationStore } from './conversation.store';
 import { GracefulShutdown } from './graceful-shutdown';
+import { LiveRuns } from './live-runs';
+import { MastraRunner } from './mastra-runner';
 import { RunLeases } from './run-leases';
+import { RunPreparer } from './run-preparer';
+import { RunScheduler } from './run-scheduler';
 import { Run } from './run.entity';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
@@ -19,6 +23,10 @@ import { ToolCallsRepository } from './tool-calls.repository';
   providers: [
     GracefulShutdown,
     RunsService,
+    RunPreparer,
+    RunScheduler,
+    MastraRunner,
+    LiveRuns,
     RunsRepository,
     ToolCallsRepository,
     FrontendToolBroker,

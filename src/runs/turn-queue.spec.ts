@@ -1,4 +1,4 @@
-import { TurnQueue } from './runs.service';
+import { TurnQueue } from './run-scheduler';
 
 describe('TurnQueue (engine starts wait for admissions, but never starve)', () => {
   beforeEach(() => jest.useFakeTimers({ now: 0 }));

@@ -1,0 +1,119 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Tool } from '@mastra/core/tools';
+import { AgentsService, RegisteredAgent } from '../agents/agents.service';
+import { frontendTool } from '../agents/tools/run-tools';
+import { Principal } from '../auth/principal';
+import { DomainError } from '../common/errors';
+import type { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { contextToModelMessages, ModelMessage } from '../threads/agui-to-model';
+import { StoredMessage, toStored } from '../threads/message-format';
+import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
+import { ModelSettings, parseForwardedProps } from './forwarded-props';
+
+/** A run that passed every check before streaming, with its model input ready. */
+export type PreparedRun = {
+  input: RunAgentInputDto;
+  principal: Principal;
+  agent: RegisteredAgent;
+  /** The run input's messages, in the stored shape. */
+  incoming: StoredMessage[];
+  /** What the model sees: stored history, then the new incoming messages (set when the run is claimed). */
+  history: StoredMessage[];
+  context: ModelMessage[];
+  frontendTools: Record<string, Tool<any, any, any, any, any, any, any>>;
+  maxSteps: number;
+  lastMessages: number;
+  modelSettings: ModelSettings;
+  /** Store nothing the run brings or produces (memoryOptions.readOnly). */
+  readOnly: boolean;
+  /** The request names memory (or STORE_ALL_RUNS): its thread is created when missing. */
+  memory: boolean;
+  /** Part of no thread (no memory named, no thread of the owner): stores nothing but its run record (set when claimed). */
+  stateless: boolean;
+  /** Ask the model for the thread's title instead of taking the first user message. */
+  generateTitle: boolean;
+  structuredOutput?: { schema: Record<string, unknown> };
+  /** Unknown forwardedProps keys: the agent's request context. */
+  extras: Record<string, unknown>;
+};
+
+/** Checks a run request against the limits and resolves its agent, options and tools, before anything is stored. */
+@Injectable()
+export class RunPreparer {
+  private readonly log = new Logger(RunPreparer.name);
+  private readonly shadowWarned = new Set<string>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly agents: AgentsService,
+  ) {}
+
+  prepare(input: RunAgentInputDto, principal: Principal): PreparedRun {
+    const { limits } = this.config;
+    if (input.messages.length > limits.maxMessages) {
+      throw new DomainError('VALIDATION_FAILED', 'Too many messages', [
+        { path: 'messages', message: `at most ${limits.maxMessages} messages per run` },
+      ]);
+    }
+    if (input.tools.length > limits.maxTools) {
+      throw new DomainError('VALIDATION_FAILED', 'Too many tools', [
+        { path: 'tools', message: `at most ${limits.maxTools} tools per run` },
+      ]);
+    }
+    if (input.context.length > limits.maxContext) {
+      throw new DomainError('VALIDATION_FAILED', 'Too many context entries', [
+        { path: 'context', message: `at most ${limits.maxContext} context entries per run` },
+      ]);
+    }
+    const ids = new Set<string>();
+    for (const [i, m] of input.messages.entries()) {
+      if (ids.has(m.id)) {
+        throw new DomainError('VALIDATION_FAILED', 'Duplicate message id', [
+          { path: `messages.${i}.id`, message: `message id '${m.id}' appears twice` },
+        ]);
+      }
+      ids.add(m.id);
+    }
+    const options = parseForwardedProps(input.forwardedProps, this.config.ceilings, input.threadId);
+    const agent = this.agents.get(options.agentId);
+    const defaults = agent.definition.defaults;
+    return {
+      input,
+      principal,
+      agent,
+      incoming: input.messages.map((m) => toStored(m as unknown as Record<string, unknown>)),
+      history: [],
+      context: contextToModelMessages(input.context),
+      frontendTools: this.frontendTools(agent, input.tools),
+      maxSteps: options.maxSteps ?? defaults?.maxSteps ?? limits.maxSteps,
+      lastMessages: options.lastMessages ?? defaults?.lastMessages ?? this.config.lastMessages,
+      modelSettings: { ...defaults?.modelSettings, ...options.modelSettings },
+      readOnly: options.readOnly,
+      memory: options.namesMemory || this.config.storeAllRuns,
+      stateless: false,
+      generateTitle: options.generateTitle,
+      ...(options.structuredOutput ? { structuredOutput: options.structuredOutput } : {}),
+      extras: options.extras,
+    };
+  }
+
+  /** Declared tools, except those named like a server tool: the server tool wins (CONTRACT section 4). */
+  private frontendTools(agent: RegisteredAgent, tools: ToolDto[]): PreparedRun['frontendTools'] {
+    const out: PreparedRun['frontendTools'] = {};
+    for (const tool of tools) {
+      if (agent.serverToolNames.has(tool.name)) {
+        const key = `${agent.definition.id}/${tool.name}`;
+        if (!this.shadowWarned.has(key)) {
+          this.shadowWarned.add(key);
+          this.log.warn(
+            `declared tool '${tool.name}' has the name of a server tool of '${agent.definition.id}'; the server tool runs`,
+          );
+        }
+        continue;
+      }
+      out[tool.name] = frontendTool(tool);
+    }
+    return out;
+  }
+}
