@@ -8,7 +8,6 @@ import { LiveRuns } from './live-runs';
 import { MastraRunner } from './mastra-runner';
 import { RunLeases } from './run-leases';
 import { RunPreparer } from './run-preparer';
-import { RunScheduler } from './run-scheduler';
 import { Run } from './run.entity';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
@@ -24,7 +23,6 @@ import { ToolCallsRepository } from './tool-calls.repository';
     GracefulShutdown,
     RunsService,
     RunPreparer,
-    RunScheduler,
     MastraRunner,
     LiveRuns,
     RunsRepository,

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Observable, switchMap } from 'rxjs';
+import { Observable } from 'rxjs';
 import { idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
@@ -18,7 +18,6 @@ import { translate } from './mastra-to-agui';
 import { RunDeps, RunExecution } from './run-execution';
 import { guardLifecycle } from './run-lifecycle';
 import { PreparedRun, RunPreparer } from './run-preparer';
-import { RunScheduler } from './run-scheduler';
 import { ConversationStore } from './conversation.store';
 import { RunLeases } from './run-leases';
 import { RunsRepository } from './runs.repository';
@@ -34,7 +33,6 @@ export class RunsService {
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly preparer: RunPreparer,
     private readonly runner: MastraRunner,
-    private readonly scheduler: RunScheduler,
     private readonly live: LiveRuns,
     private readonly runs: RunsRepository,
     private readonly toolCalls: ToolCallsRepository,
@@ -68,60 +66,52 @@ export class RunsService {
     clientGone?: AbortSignal,
   ): Promise<Observable<AguiEvent> | undefined> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
-    const admitted = this.scheduler.admit();
-    try {
-      const prepared = this.preparer.prepare(input, principal);
-      const claimed = await this.conversations.claim({
-        threadId: input.threadId,
-        runId: input.runId,
-        resourceId: principal.resourceId,
-        agentId: prepared.agent.definition.id,
-        leaseMs: this.leases.leaseMs,
-        title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(prepared.incoming),
-        incoming: prepared.incoming,
-        lastMessages: prepared.lastMessages,
-        readOnly: prepared.readOnly,
-        memory: prepared.memory,
-      });
-      prepared.history = claimed.history;
-      prepared.stateless = claimed.stateless;
-      if (clientGone?.aborted) {
-        admitted();
-        await this.cancelUnstarted(prepared);
-        return undefined;
-      }
-      return new Observable<AguiEvent>((client) => {
-        const run = new RunExecution(prepared, this.deps);
-        run.start();
-        this.live.add(run);
-        // Not the client's subscription: a run whose client left still records its end.
-        this.events(run).subscribe({
-          next: (event) => client.next(event),
-          complete: () => {
-            this.live.delete(run);
-            client.complete();
-          },
-        });
-        admitted();
-        return () => {
-          if (!run.ended) run.stop('CANCELLED', 'The client disconnected');
-        };
-      });
-    } catch (err) {
-      admitted();
-      throw err;
+    const prepared = this.preparer.prepare(input, principal);
+    const claimed = await this.conversations.claim({
+      threadId: input.threadId,
+      runId: input.runId,
+      resourceId: principal.resourceId,
+      agentId: prepared.agent.definition.id,
+      leaseMs: this.leases.leaseMs,
+      title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(prepared.incoming),
+      incoming: prepared.incoming,
+      lastMessages: prepared.lastMessages,
+      readOnly: prepared.readOnly,
+      memory: prepared.memory,
+    });
+    prepared.history = claimed.history;
+    prepared.stateless = claimed.stateless;
+    if (clientGone?.aborted) {
+      await this.cancelUnstarted(prepared);
+      return undefined;
     }
+    return new Observable<AguiEvent>((client) => {
+      const run = new RunExecution(prepared, this.deps);
+      run.start();
+      this.live.add(run);
+      // Not the client's subscription: a run whose client left still records its end.
+      this.events(run).subscribe({
+        next: (event) => client.next(event),
+        complete: () => {
+          this.live.delete(run);
+          client.complete();
+        },
+      });
+      return () => {
+        if (!run.ended) run.stop('CANCELLED', 'The client disconnected');
+      };
+    });
   }
 
   /**
-   * One run's events: RUN_STARTED at once, then, when the scheduler lets its engine start, the
-   * agent's chunks, translated and guarded, then the terminal event once the end is recorded.
+   * One run's events: RUN_STARTED on subscription (the guard's), its chunks translated and guarded,
+   * then the terminal event once the end is recorded. The engine starts right behind RUN_STARTED,
+   * never held back for other requests' admissions: under a burst its first content comes sooner.
    */
   private events(run: RunExecution): Observable<AguiEvent> {
     const { threadId, runId } = run.prepared.input;
     const { messages, call } = run.agentCall();
-    return this.scheduler.engineStart().pipe(
-      switchMap(() => run.inSpan(this.runner.stream(run.prepared.agent.agent, messages, call))),
+    return run.inSpan(this.runner.stream(run.prepared.agent.agent, messages, call)).pipe(
       run.ownToolCalls(),
       translate(),
       guardLifecycle({
