@@ -119,7 +119,12 @@ export class RunsService {
         runId,
         results: run.results,
         warn: (message) => this.log.warn(`run ${runId}: ${message}`),
-        end: (stopped, closeOpen) => run.end(stopped, closeOpen),
+        end: (stopped, closeOpen) =>
+          run.end(stopped, closeOpen).catch((err: unknown) => {
+            // The guard still ends the stream (RUN_ERROR INTERNAL); the cause is for the log only.
+            this.log.error(err instanceof Error ? (err.stack ?? err.message) : 'run failed', `run ${runId}`);
+            throw err;
+          }),
       }),
       run.observe(),
     );
