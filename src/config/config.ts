@@ -80,6 +80,11 @@ const envSchema = z.object({
   MAX_STEPS: int(1, 100).default(10),
   FRONTEND_TOOL_TIMEOUT_MS: int(1, 86_400_000).default(300_000),
   RUN_LEASE_MS: int(300, 600_000).default(20_000),
+  RUN_EVENTS_RETENTION_MS: int(1_000, 7 * 86_400_000).default(900_000),
+  RUN_EVENTS_FLUSH_MS: int(10, 60_000).default(250),
+  STREAM_MAX_QUEUED_BYTES: int(65_536, 1024 * 1024 * 1024).default(1024 * 1024),
+  RUN_DISCONNECT_GRACE_MS: int(0, 86_400_000).default(0),
+  RUN_DISCONNECT_GRACE_MAX_MS: int(0, 86_400_000).default(600_000),
   LAST_MESSAGES: int(0, 10_000).default(40),
   STORE_ALL_RUNS: bool.default(false),
   MAX_LAST_MESSAGES: int(1, 10_000).default(1000),
@@ -150,10 +155,27 @@ export type AppConfig = {
   runLeaseMs: number;
   /** How many stored messages the model sees by default. */
   lastMessages: number;
+  /** Event logs of runs (GET /runs/:runId/events). */
+  runEvents: {
+    /** How long a run's events are kept after it ended. */
+    retentionMs: number;
+    /** How often the events of running runs are stored (at once while another instance follows one). */
+    flushMs: number;
+    /** Frames a slow stream may queue before it stops taking live events and catches up from storage. */
+    maxQueuedBytes: number;
+  };
+  /** How long a run whose client left goes on, for a reader to rejoin: the default, and the most a client may ask. */
+  disconnectGrace: { defaultMs: number; maxMs: number };
   /** Store every run in its thread, even one that names no memory (CONTRACT section 2 stores only those that do). */
   storeAllRuns: boolean;
   /** Ceilings for what a client may ask through forwardedProps. */
-  ceilings: { maxTokens: number; maxSteps: number; maxRetries: number; maxLastMessages: number };
+  ceilings: {
+    maxTokens: number;
+    maxSteps: number;
+    maxRetries: number;
+    maxLastMessages: number;
+    maxDisconnectGraceMs: number;
+  };
   /** On SIGTERM, how long active runs may go on before they end with SHUTTING_DOWN. */
   shutdownGraceMs: number;
   /** Origins a browser may call from: `*` for any, none when empty. */
@@ -251,12 +273,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     frontendToolTimeoutMs: e.FRONTEND_TOOL_TIMEOUT_MS,
     runLeaseMs: e.RUN_LEASE_MS,
     lastMessages: e.LAST_MESSAGES,
+    runEvents: {
+      retentionMs: e.RUN_EVENTS_RETENTION_MS,
+      flushMs: e.RUN_EVENTS_FLUSH_MS,
+      maxQueuedBytes: e.STREAM_MAX_QUEUED_BYTES,
+    },
+    disconnectGrace: {
+      defaultMs: Math.min(e.RUN_DISCONNECT_GRACE_MS, e.RUN_DISCONNECT_GRACE_MAX_MS),
+      maxMs: e.RUN_DISCONNECT_GRACE_MAX_MS,
+    },
     storeAllRuns: e.STORE_ALL_RUNS,
     ceilings: {
       maxTokens: e.MODEL_MAX_TOKENS,
       maxSteps: e.MAX_STEPS,
       maxRetries: e.MODEL_MAX_RETRIES,
       maxLastMessages: e.MAX_LAST_MESSAGES,
+      maxDisconnectGraceMs: e.RUN_DISCONNECT_GRACE_MAX_MS,
     },
     agentsConfigPath: e.AGENTS_CONFIG,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

@@ -50,6 +50,8 @@ export type PreparedRun = {
   structuredOutput?: { schema: Record<string, unknown> };
   /** Unknown forwardedProps keys: the agent's request context. */
   extras: Record<string, unknown>;
+  /** How long the run goes on once nobody reads it, for a reader to rejoin (0: it stops at once). */
+  disconnectGraceMs: number;
 };
 
 export type RunDeps = {
@@ -130,6 +132,10 @@ export class RunExecution implements RunToolContext {
 
   get ended(): boolean {
     return this.lifecycle.ended;
+  }
+
+  get runId(): string {
+    return this.run.input.runId;
   }
 
   /** Reaches the provider call through the agent's model (see abortable-model.ts), not `agent.stream()`. */

@@ -11,6 +11,8 @@ import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 import { FrontendToolBroker } from './frontend-tools.broker';
 import { ToolCallsRepository } from './tool-calls.repository';
+import { RunEventsRepository } from './run-events.repository';
+import { RunStreams } from './run-streams.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Run]), AgentsModule, ThreadsModule],
@@ -24,6 +26,8 @@ import { ToolCallsRepository } from './tool-calls.repository';
     FrontendToolBroker,
     ConversationStore,
     RunLeases,
+    RunEventsRepository,
+    RunStreams,
   ],
 })
 export class RunsModule {}

@@ -62,6 +62,16 @@ export class TurnQueue {
   }
 }
 
+/** A run that passed every check and was claimed: its events, and how it ends when nobody reads it. */
+export type StartedRun = {
+  /** Never errors: every failure becomes RUN_ERROR, after which it completes. Unsubscribing stops the run. */
+  events$: Observable<AguiEvent>;
+  /** How long the run goes on once its last reader left (forwardedProps.disconnectGraceMs or the default). */
+  disconnectGraceMs: number;
+  /** Stops the run as its client having left (RUN_ERROR CANCELLED still goes to the events). */
+  abandon: () => void;
+};
+
 /** Starts runs: refuses what can be refused before streaming, records the run, returns its event Observable. */
 @Injectable()
 export class RunsService {
@@ -96,8 +106,7 @@ export class RunsService {
   }
 
   /**
-   * Everything that can be refused is refused here, before any byte is streamed. The Observable
-   * never errors: every failure becomes RUN_ERROR, after which it completes. `clientGone` aborts
+   * Everything that can be refused is refused here, before any byte is streamed. `clientGone` aborts
    * when the client disconnects: if it did while the run was being claimed, the run is recorded
    * `cancelled` without starting, and there is no stream (undefined).
    */
@@ -105,7 +114,7 @@ export class RunsService {
     input: RunAgentInputDto,
     principal: Principal,
     clientGone?: AbortSignal,
-  ): Promise<Observable<AguiEvent> | undefined> {
+  ): Promise<StartedRun | undefined> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
     this.admitting++;
     let admitted = false;
@@ -134,11 +143,17 @@ export class RunsService {
         await this.cancelUnstarted(prepared);
         return undefined;
       }
-      return new Observable<AguiEvent>((subscriber) => {
-        const teardown = this.execute(prepared, subscriber);
+      let execution: RunExecution | undefined;
+      const events$ = new Observable<AguiEvent>((subscriber) => {
+        execution = new RunExecution(prepared, this.deps, (event) => subscriber.next(event));
+        const teardown = this.execute(execution, subscriber);
         admit();
         return teardown;
       });
+      const abandon = () => {
+        if (execution && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
+      };
+      return { events$, disconnectGraceMs: prepared.disconnectGraceMs, abandon };
     } catch (err) {
       admit();
       throw err;
@@ -251,6 +266,7 @@ export class RunsService {
       generateTitle: options.generateTitle,
       ...(options.structuredOutput ? { structuredOutput: options.structuredOutput } : {}),
       extras: options.extras,
+      disconnectGraceMs: options.disconnectGraceMs ?? this.config.disconnectGrace.defaultMs,
     };
   }
 
@@ -286,8 +302,7 @@ export class RunsService {
     while (this.executions.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
 
-  private execute(run: PreparedRun, subscriber: Subscriber<AguiEvent>): () => void {
-    const execution = new RunExecution(run, this.deps, (event) => subscriber.next(event));
+  private execute(execution: RunExecution, subscriber: Subscriber<AguiEvent>): () => void {
     this.executions.add(execution);
     execution.start();
     // The engine starts once RUN_STARTED has been written, one engine start per event-loop turn, so
@@ -298,7 +313,7 @@ export class RunsService {
         .catch((err: unknown) => {
           this.log.error(
             err instanceof Error ? (err.stack ?? err.message) : 'run failed',
-            `run ${run.input.runId}`,
+            `run ${execution.runId}`,
           );
         })
         .finally(() => {
