@@ -1,4 +1,6 @@
+import { RunEventsRepository } from '../src/runs/run-events.repository';
 import { db, endedRunRow, eventually, runRow, startApp, TestApp } from './support/app';
+import { launchChromium } from './support/chromium';
 import {
   Frame,
   memoryOf,
@@ -108,10 +110,12 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
     const last = original.frames.length;
     const tail = await join(b, input.runId, { 'last-event-id': String(last - 1) }, '?after=0');
     expect((await tail.done).map((f) => f.id)).toEqual([last]);
-    // A client that has everything gets an empty stream that ends at once.
-    const none = await fetch(eventsUrl(b, input.runId), { headers: { 'last-event-id': String(last) } });
-    expect(none.status).toBe(200);
-    expect(withoutPings(await none.text())).toBe('');
+    // A client that has everything is told there is nothing more (204 stops an EventSource's reconnects).
+    for (const t of [a, b]) {
+      const none = await fetch(eventsUrl(t, input.runId), { headers: { 'last-event-id': String(last) } });
+      expect(none.status).toBe(204);
+      expect(await none.text()).toBe('');
+    }
   });
 
   it('refuses what it cannot serve with the error envelope: unknown or foreign run 404, bad Last-Event-ID 400, expired 410', async () => {
@@ -220,4 +224,116 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
     expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'CANCELLED' });
     expect((await endedRunRow(graced.runId)).status).toBe('cancelled');
   });
+
+  it('ends the log of a run whose instance died (ended INTERRUPTED by another) the same way for every reader', async () => {
+    const runId = `run-orphan-${Date.now()}`;
+    const threadId = `thread-orphan-${Date.now()}`;
+    const events = [
+      { type: 'RUN_STARTED', timestamp: 1, threadId, runId },
+      { type: 'STEP_STARTED', timestamp: 2, stepName: 'step-1' },
+      { type: 'TEXT_MESSAGE_START', timestamp: 3, messageId: 'm1', role: 'assistant' },
+      { type: 'TEXT_MESSAGE_CONTENT', timestamp: 4, messageId: 'm1', delta: 'Half an ans' },
+    ];
+    const frames = events.map((e, i) => `id: ${i + 1}\ndata: ${JSON.stringify(e)}\n\n`).join('');
+    await db(async (c) => {
+      await c.query(
+        `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, error_code, error_message, finished_at, stateless)
+         VALUES ($1, $2, 'anonymous', 'assistant', 'error', 'INTERRUPTED', 'The instance running it stopped',
+                 now() - interval '10 seconds', true)`,
+        [runId, threadId],
+      );
+      await c.query(`INSERT INTO run_events (run_id, first_seq, last_seq, frames) VALUES ($1, 1, 4, $2)`, [
+        runId,
+        frames,
+      ]);
+    });
+    const first = await join(b, runId);
+    const got = await first.done;
+    assertStreamRules(got, { threadId, runId });
+    expect(types(got.slice(4))).toEqual(['TEXT_MESSAGE_END', 'STEP_FINISHED', 'RUN_ERROR']);
+    expect(got.at(-1)!.event).toMatchObject({
+      code: 'INTERRUPTED',
+      message: 'The instance running it stopped',
+    });
+    const again = await join(a, runId);
+    await again.done;
+    expect(withoutPings(again.raw())).toBe(withoutPings(first.raw()));
+  });
+
+  it('deletes the logs of runs ended longer ago than the retention, and only those', async () => {
+    const old = runInput('old run');
+    const fresh = runInput('fresh run');
+    await (
+      await openRun(a.runUrl, old)
+    ).done;
+    await (
+      await openRun(a.runUrl, fresh)
+    ).done;
+    const stored = (runId: string) =>
+      db((c) => c.query('SELECT count(*)::int AS n FROM run_events WHERE run_id = $1', [runId])).then(
+        (r) => r.rows[0].n as number,
+      );
+    await eventually(async () =>
+      (await stored(old.runId)) > 0 && (await stored(fresh.runId)) > 0 ? true : undefined,
+    );
+    await db((c) =>
+      c.query(`UPDATE runs SET finished_at = now() - interval '20 minutes' WHERE id = $1`, [old.runId]),
+    );
+    expect(await a.app.get(RunEventsRepository).deleteExpired(15 * 60_000)).toBeGreaterThan(0);
+    expect(await stored(old.runId)).toBe(0);
+    expect(await stored(fresh.runId)).toBeGreaterThan(0);
+  });
+});
+
+describe('a browser EventSource on GET /runs/:runId/events', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('follows a live run to its end, then reconnects with Last-Event-ID, gets 204 and stops', async () => {
+    const browser = await launchChromium();
+    try {
+      const input = runInput(`/slow 60 ${WORDS}`);
+      const original = await openRun(t.runUrl, input);
+      await original.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
+      const page = await browser.newPage();
+      await page.goto(`${t.baseUrl}/io-bridge/agents`);
+      const url = `/io-bridge/runs/${encodeURIComponent(input.runId)}/events`;
+      const seen = await page.evaluate(
+        (src) =>
+          new Promise<{ ids: string[]; types: string[]; opens: number; closed: boolean }>((resolve) => {
+            const ids: string[] = [];
+            const types: string[] = [];
+            let opens = 0;
+            const source = new EventSource(src);
+            const done = (closed: boolean) => {
+              source.close();
+              resolve({ ids, types, opens, closed });
+            };
+            source.onopen = () => opens++;
+            source.onmessage = (m) => {
+              ids.push(m.lastEventId);
+              types.push((JSON.parse(m.data) as { type: string }).type);
+            };
+            // After the terminal event the stream ends; the browser reconnects (Last-Event-ID), gets 204, and closes.
+            source.onerror = () => {
+              if (source.readyState === EventSource.CLOSED) done(true);
+            };
+            setTimeout(() => done(false), 20_000);
+          }),
+        url,
+      );
+      await original.done;
+      expect(seen.closed).toBe(true);
+      expect(seen.opens).toBe(1);
+      expect(seen.ids).toEqual(original.frames.map((f) => String(f.id)));
+      expect(seen.types).toEqual(types(original.frames));
+    } finally {
+      await browser.close();
+    }
+  }, 40_000);
 });

@@ -57,15 +57,16 @@ export class RunEventsRepository {
 
   /**
    * The run's stored chunks holding events after `after`, in order (the first may start before it),
-   * and its terminal chunk in any case, so a reader that has everything learns the log is complete.
+   * at most `limit` of them, and its terminal chunk in any case, so a reader that has everything
+   * learns the log is complete.
    */
-  async after(runId: string, after: number): Promise<Chunk[]> {
+  async after(runId: string, after: number, limit = 64): Promise<Chunk[]> {
     const rows = await queryPrepared<{ first: number; last: number; frames: string; terminal: boolean }>(
       this.db,
       'io-bridge.read-run-events',
       `SELECT first_seq AS first, last_seq AS last, frames, terminal FROM run_events
-        WHERE run_id = $1 AND (last_seq > $2 OR terminal) ORDER BY first_seq`,
-      [runId, after],
+        WHERE run_id = $1 AND (last_seq > $2 OR terminal) ORDER BY first_seq LIMIT $3`,
+      [runId, after, limit],
     );
     return rows;
   }

@@ -6,6 +6,7 @@ import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { PgNotifications } from '../database/pg-notifications.service';
+import { Metrics } from '../ops/metrics.service';
 import { AguiEvent } from './agui-events';
 import { RunLifecycle } from './run-lifecycle';
 import { frame, parseFrames, RunLog } from './run-log';
@@ -61,6 +62,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     private readonly events: RunEventsRepository,
     private readonly runs: RunsRepository,
     private readonly notifications: PgNotifications,
+    private readonly metrics: Metrics,
   ) {}
 
   onModuleInit(): void {
@@ -114,13 +116,17 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Checks a request to read a run's events, before any byte is sent: another owner's run (or
-   * none) is a 404; a run ended longer than the retention ago (or whose events are gone) is a 410.
+   * Checks a request to read a run's events after `after`, before any byte is sent: another
+   * owner's run (or none) is a 404; a run ended longer than the retention ago (or whose events are
+   * gone) is a 410. Undefined when the run ended and the client has every event: nothing to stream
+   * (a 204, which also stops a browser EventSource from reconnecting).
    */
-  async join(runId: string, principal: Principal): Promise<Join> {
+  async join(runId: string, principal: Principal, after: number): Promise<Join | undefined> {
     const run = await this.runs.findOne(runId, idScope(principal, 'read'));
     if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
-    if (!this.logs.has(runId) && !isActiveStatus(run.status)) {
+    const local = this.logs.get(runId);
+    if (local?.complete && after >= local.seq) return undefined;
+    if (!local && !isActiveStatus(run.status)) {
       const ended = run.finishedAt ? Date.now() - run.finishedAt.getTime() : Infinity;
       if (
         ended > this.config.runEvents.retentionMs ||
@@ -131,9 +137,12 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
           `The events of run '${runId}' are no longer kept (they are kept ${this.config.runEvents.retentionMs} ms after a run ends)`,
         );
       }
+      const [next] = await this.events.after(runId, after);
+      if (next?.terminal && next.last <= after) return undefined;
     }
     return (writer) => {
       const log = this.logs.get(runId);
+      this.metrics.streamJoins.inc({ source: log ? 'local' : 'follow' });
       if (log) this.serveLocal(log, writer, log.addReader());
       else void this.follow(run, writer);
     };
@@ -146,7 +155,10 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
         log.detach(writer);
         release();
       },
-      behind: () => log.detach(writer),
+      behind: () => {
+        this.metrics.streamCatchUps.inc();
+        log.detach(writer);
+      },
       drained: () => void this.catchUp(log, writer),
     };
     void this.catchUp(log, writer);
@@ -156,8 +168,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     try {
       while (!writer.finished && !writer.isBehind && !log.covers(writer.lastSeq)) {
         const before = writer.lastSeq;
-        for (const chunk of await this.events.after(log.runId, writer.lastSeq)) writer.push(chunk);
-        if (writer.lastSeq === before && !log.covers(writer.lastSeq)) {
+        await this.pushStored(log.runId, writer);
+        if (writer.lastSeq === before && !writer.congested && !log.covers(writer.lastSeq)) {
           // Stored but not readable yet (a write committing): the next turn sees it.
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
@@ -181,20 +193,25 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     }
     set.add(woken);
     this.following.add(writer);
-    writer.handlers = { closed: woken, drained: woken };
+    writer.handlers = { closed: woken, behind: () => this.metrics.streamCatchUps.inc(), drained: woken };
     try {
       let quietSince = Date.now();
+      // An ended run whose log lacks its end is checked at once, a live one after a quiet while.
+      let checkEnd = !isActiveStatus(run.status);
       while (!writer.finished) {
         const signal = new Promise<void>((resolve) => {
           wake = resolve;
           setTimeout(resolve, FOLLOW_POLL_MS).unref();
         });
         if (!writer.isBehind) {
-          const chunks = await this.events.after(runId, writer.lastSeq);
-          for (const chunk of chunks) writer.push(chunk);
-          if (chunks.at(-1)?.terminal && !writer.isBehind) return writer.end();
-          if (chunks.length) quietSince = Date.now();
-          else if (Date.now() - quietSince > ORPHAN_AFTER_MS && (await this.orphaned(runId))) continue;
+          const before = writer.lastSeq;
+          if (await this.pushStored(runId, writer)) return writer.end();
+          if (writer.lastSeq !== before) quietSince = Date.now();
+          if (checkEnd || Date.now() - quietSince > ORPHAN_AFTER_MS) {
+            checkEnd = false;
+            quietSince = Date.now();
+            if (await this.orphaned(runId)) continue;
+          }
         }
         await signal;
       }
@@ -208,6 +225,26 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
         this.followers.delete(runId);
         this.sendWatch('-', runId);
       }
+    }
+  }
+
+  /**
+   * Sends `writer` stored chunks after what it has, a page at a time, as fast as its socket takes
+   * them (never queueing more than a chunk behind it). True when it got the terminal event.
+   */
+  private async pushStored(runId: string, writer: SseWriter): Promise<boolean> {
+    for (;;) {
+      await writer.drained();
+      if (writer.finished) return false;
+      const chunks = await this.events.after(runId, writer.lastSeq);
+      for (const chunk of chunks) {
+        if (writer.congested) await writer.drained();
+        if (writer.finished || writer.isBehind) return false;
+        writer.push(chunk);
+      }
+      const last = chunks.at(-1);
+      if (!last || last.terminal || chunks.length < 64)
+        return last?.terminal === true && writer.lastSeq >= last.last;
     }
   }
 

@@ -16,6 +16,7 @@ import {
   ApiBody,
   ApiExtraModels,
   ApiHeader,
+  ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
   ApiQuery,
@@ -145,6 +146,9 @@ export class RunsController {
     description: 'As Last-Event-ID, for a first connection (EventSource cannot set headers)',
   })
   @ApiOkResponse({ description: "An SSE stream of the run's AG-UI events", content: RUN_STREAM_CONTENT })
+  @ApiNoContentResponse({
+    description: 'The run ended and the client has every event (an EventSource stops reconnecting)',
+  })
   @ApiErrors({
     VALIDATION_FAILED: 'Last-Event-ID or after is not a non-negative integer',
     NOT_FOUND: "unknown run, or another owner's",
@@ -165,8 +169,9 @@ export class RunsController {
           ? sequenceNumber(afterParam, 'after')
           : 0;
     this.pino.assign({ runId, resourceId: principal.resourceId });
-    const join = await this.streams.join(runId, principal);
-    join(new SseWriter(reply, this.writerOptions(), after));
+    const join = await this.streams.join(runId, principal, after);
+    if (join) join(new SseWriter(reply, this.writerOptions(), after));
+    else await reply.status(204).send();
   }
 
   private writerOptions() {

@@ -48,6 +48,7 @@ export class SseWriter implements FrameSink {
   private queued: string[] = [];
   private queuedBytes = 0;
   private waitingForDrain = false;
+  private drainWaiters: Array<() => void> = [];
   private lastWriteAt = Date.now();
   private readonly heartbeat: NodeJS.Timeout;
   private readonly raw: ServerResponse;
@@ -67,6 +68,7 @@ export class SseWriter implements FrameSink {
     this.raw.once('close', () => {
       clearInterval(this.heartbeat);
       this.finished = true;
+      this.drainWaiters.splice(0).forEach((resolve) => resolve());
       this.handlers.closed?.();
     });
     this.raw.on('drain', () => {
@@ -75,11 +77,23 @@ export class SseWriter implements FrameSink {
       this.sentSeq = this.lastSeq;
       this.queued = [];
       this.queuedBytes = 0;
+      if (!this.waitingForDrain) this.drainWaiters.splice(0).forEach((resolve) => resolve());
       if (this.isBehind && !this.waitingForDrain) {
         this.isBehind = false;
         this.handlers.drained?.();
       }
     });
+  }
+
+  /** The socket takes no more for now: a reader of storage waits for {@link drained} before reading on. */
+  get congested(): boolean {
+    return this.waitingForDrain;
+  }
+
+  /** Resolves when the socket drained (or closed). */
+  drained(): Promise<void> {
+    if (!this.waitingForDrain || this.finished) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
   push(chunk: Chunk): void {
