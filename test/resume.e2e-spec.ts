@@ -47,7 +47,7 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
     const input = runInput(`/slow 40 ${WORDS}`, { forwardedProps: { disconnectGraceMs: 10_000 } });
     const dropped = new AbortController();
     const first = await readRun(await postRun(a.runUrl, input, { signal: dropped.signal }));
-    await eventually(async () => (first.frames.length >= 5 ? true : undefined));
+    await eventually(() => Promise.resolve(first.frames.length >= 5 ? true : undefined));
     const firstFive = parseFrames(
       withoutPings(first.raw()).split('\n\n').slice(0, 5).join('\n\n') + '\n\n',
     ).frames;
