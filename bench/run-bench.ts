@@ -616,7 +616,7 @@ function printThroughput([service, engine, bare]: Throughput[]): void {
   /** Per-round ratios: the subjects of a round ran back to back, so their spread shows the noise. */
   const spread = (other: Throughput) => {
     const r = service.rates.map((rate, i) => rate / other.rates[i]);
-    return `rounds ${pct(Math.min(...r))} to ${pct(Math.max(...r))}`;
+    return `rounds ${pct(Math.min(...r))} to ${pct(Math.max(...r))}, median ${pct(median(r))}`;
   };
   /** Best against best: under contention from other processes the fastest round is the least disturbed. */
   const best = (other: Throughput) => pct(Math.max(...service.rates) / Math.max(...other.rates));
@@ -714,7 +714,8 @@ function issue14Ratios(
         service.rate,
         engine.rate,
         TARGET_SERVICE_VS_ENGINE,
-        `${fmt(service.rate)} / ${fmt(engine.rate)} deltas/s (by CPU time ${(service.cpuRate / engine.cpuRate).toFixed(2)}×)`,
+        `${fmt(service.rate)} / ${fmt(engine.rate)} deltas/s (by CPU time ${(service.cpuRate / engine.cpuRate).toFixed(2)}×, ` +
+          `median of the per-round ratios ${median(service.rates.map((r, i) => r / engine.rates[i])).toFixed(2)}×)`,
       ),
     );
   }
