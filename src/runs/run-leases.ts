@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { StoredMessage } from '../threads/message-format';
+import { ConversationStore } from './conversation.store';
 import { RunsRepository } from './runs.repository';
 
 /** How often what a streaming run has shown is written down, at most (one statement for all runs). */
@@ -44,6 +45,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly runs: RunsRepository,
+    private readonly conversations: ConversationStore,
   ) {}
 
   get leaseMs(): number {
@@ -151,7 +153,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async reap(): Promise<void> {
     try {
-      const ended = await this.runs.reapLapsed();
+      const ended = await this.conversations.reapLapsed();
       if (ended.length)
         this.log.warn(`marked ${ended.length} run(s) of stopped instances INTERRUPTED: ${ended.join(', ')}`);
     } catch (err) {

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { ANY_OWNER, OwnerScope } from '../auth/principal';
 import { DomainError } from '../common/errors';
-import { isUniqueViolation } from '../threads/threads.repository';
+import { isUniqueViolation } from '../database/database-errors';
 import { StoredMessage } from '../threads/message-format';
 import { ACTIVE, Run, RunStatus } from './run.entity';
 
@@ -13,9 +13,12 @@ export type RunEnd = {
   message?: string;
 };
 
-export { ACTIVE };
-
-/** Runs, scoped by their owner's resourceId wherever a client names one. */
+/**
+ * The `runs` table, scoped by the owner (a resourceId, or an OwnerScope where a route reaches a run
+ * by its id alone) wherever a client names a run. Lease renewals and checkpoints name the runs this
+ * instance holds, whoever owns them. A run's claim, end and reaping write threads and messages too:
+ * ConversationStore.
+ */
 @Injectable()
 export class RunsRepository {
   constructor(@InjectRepository(Run) private readonly runs: Repository<Run>) {}
@@ -33,6 +36,18 @@ export class RunsRepository {
 
   findOne(id: string, owner: OwnerScope): Promise<Run | null> {
     return this.runs.findOneBy(owner === ANY_OWNER ? { id } : { id, resourceId: owner });
+  }
+
+  /**
+   * The active run of the owner's thread, if any (a deleted thread's run is cancelled first); a
+   * stateless run that merely shares the id is not the thread's.
+   */
+  async activeRunOfThread(threadId: string, resourceId: string): Promise<string | undefined> {
+    const rows: Array<{ id: string }> = await this.runs.query(
+      `SELECT id FROM runs WHERE thread_id = $1 AND resource_id = $2 AND NOT stateless AND ${ACTIVE}`,
+      [threadId, resourceId],
+    );
+    return rows[0]?.id;
   }
 
   /**
@@ -63,42 +78,6 @@ export class RunsRepository {
           WHERE runs.id = c.key AND runs.${ACTIVE} RETURNING runs.id)
        SELECT id FROM saved`,
       [JSON.stringify(checkpoints), leaseMs],
-    );
-    return rows.map((r) => r.id);
-  }
-
-  /**
-   * Ends active runs whose lease lapsed (their instance died) as `error` INTERRUPTED, which frees
-   * their threads; only those of one thread when `threadId` is given. What such a run had shown
-   * (its last checkpoint) is appended to its thread, the text cut short marked interrupted; a
-   * stateless run keeps nothing.
-   * Returns the ids ended.
-   */
-  async reapLapsed(threadId?: string): Promise<string[]> {
-    const rows: Array<{ id: string }> = await this.runs.query(
-      `WITH lapsed AS (
-         UPDATE runs SET status = 'error', error_code = 'INTERRUPTED',
-                error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()
-          WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
-          RETURNING id, thread_id, resource_id, checkpoint, stateless),
-       closed AS (
-         UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM lapsed) AND status <> 'done'),
-       owned AS (
-         SELECT l.id, l.thread_id, l.checkpoint FROM lapsed l
-           JOIN threads t ON t.id = l.thread_id AND t.resource_id = l.resource_id
-          WHERE l.checkpoint IS NOT NULL AND NOT l.stateless
-            FOR UPDATE OF t),
-       appended AS (
-         INSERT INTO messages (thread_id, id, position, role, body, run_id)
-         SELECT o.thread_id, x.m->>'id',
-                (SELECT COALESCE(max(position), 0) FROM messages WHERE thread_id = o.thread_id) + x.ord,
-                x.m->>'role', x.m, o.id
-           FROM owned o, jsonb_array_elements(o.checkpoint) WITH ORDINALITY AS x(m, ord)
-         ON CONFLICT (thread_id, id) DO NOTHING RETURNING thread_id),
-       touched AS (
-         UPDATE threads SET updated_at = now() WHERE id IN (SELECT thread_id FROM appended))
-       SELECT id FROM lapsed`,
-      [threadId ?? null],
     );
     return rows.map((r) => r.id);
   }
