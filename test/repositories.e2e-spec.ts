@@ -1,4 +1,5 @@
 import { ANY_OWNER } from '../src/auth/principal';
+import { ACTIVE_STATUSES } from '../src/runs/run.entity';
 import { RunsRepository } from '../src/runs/runs.repository';
 import { ToolCallsRepository } from '../src/runs/tool-calls.repository';
 import { MessagesRepository } from '../src/threads/messages.repository';
@@ -148,6 +149,23 @@ describe('repositories: owner scoping', () => {
       expect(await runs.activeRunOfThread(threadId, other)).toBeUndefined();
       expect(await runs.activeRunOfThread(threadId, owner)).toBe(runId);
     });
+  });
+
+  it('"active" in the schema is ACTIVE_STATUSES: the partial indexes on active runs use the same statuses', async () => {
+    const defs = await db((c) =>
+      c.query<{ name: string; def: string }>(
+        `SELECT indexname AS name, indexdef AS def FROM pg_indexes
+          WHERE tablename = 'runs' AND indexname IN ('runs_one_active_per_thread', 'runs_active_lease_idx')
+          ORDER BY indexname`,
+      ),
+    );
+    expect(defs.rows.map((r) => r.name)).toEqual(['runs_active_lease_idx', 'runs_one_active_per_thread']);
+    for (const { def } of defs.rows) {
+      const statuses = [
+        ...(/status = ANY \(ARRAY\[([^\]]*)\]\)/.exec(def)?.[1] ?? '').matchAll(/'([^']+)'/g),
+      ];
+      expect({ def, statuses: statuses.map((m) => m[1]) }).toEqual({ def, statuses: [...ACTIVE_STATUSES] });
+    }
   });
 
   describe('ThreadsRepository and MessagesRepository', () => {
