@@ -149,6 +149,31 @@ describe('repositories: owner scoping', () => {
       expect(await runs.activeRunOfThread(threadId, other)).toBeUndefined();
       expect(await runs.activeRunOfThread(threadId, owner)).toBe(runId);
     });
+
+    it('renewLeases and saveCheckpoints: a held run named with another owner is neither renewed nor checkpointed', async () => {
+      const runs = t.app.get(RunsRepository);
+      const runId = await liveRun();
+      const lease = () =>
+        db(
+          async (c) =>
+            (
+              await c.query('SELECT lease_expires_at::text AS at, checkpoint FROM runs WHERE id = $1', [
+                runId,
+              ])
+            ).rows[0],
+        );
+      const before = await lease();
+      const messages = [{ id: 'cp1', role: 'assistant' as const, content: 'shown' }];
+      expect(await runs.renewLeases([{ id: runId, resourceId: other }], 7_200_000)).toEqual([]);
+      expect(await runs.saveCheckpoints([{ id: runId, resourceId: other, messages }], 7_200_000)).toEqual([]);
+      expect(await lease()).toEqual(before);
+      expect(await runs.renewLeases([{ id: runId, resourceId: owner }], 7_200_000)).toEqual([runId]);
+      expect(await runs.saveCheckpoints([{ id: runId, resourceId: owner, messages }], 7_200_000)).toEqual([
+        runId,
+      ]);
+      expect(await lease()).toMatchObject({ checkpoint: messages });
+      expect((await lease()).at).not.toBe(before.at);
+    });
   });
 
   it('"active" in the schema is ACTIVE_STATUSES: the partial indexes on active runs use the same statuses', async () => {

@@ -13,11 +13,13 @@ export type RunEnd = {
   message?: string;
 };
 
+/** A run this instance holds, with its owner: what lease renewals and checkpoints write. */
+export type HeldRun = { id: string; resourceId: string };
+
 /**
- * The `runs` table, scoped by the owner (a resourceId, or an OwnerScope where a route reaches a run
- * by its id alone) wherever a client names a run. Lease renewals and checkpoints name the runs this
- * instance holds, whoever owns them. A run's claim, end and reaping write threads and messages too:
- * ConversationStore.
+ * The `runs` table. Every method scopes its SQL by the owner: a resourceId, or an OwnerScope where a
+ * route reaches a run by its id alone; lease renewals and checkpoints by each held run's own. A
+ * run's claim, end and reaping write threads and messages too: ConversationStore.
  */
 @Injectable()
 export class RunsRepository {
@@ -54,28 +56,32 @@ export class RunsRepository {
    * Extends the leases of the runs this instance holds; returns those still active. A run missing
    * from the answer was ended elsewhere (its lease lapsed and another instance reaped it).
    */
-  async renewLeases(ids: string[], leaseMs: number): Promise<string[]> {
-    if (!ids.length) return [];
+  async renewLeases(held: HeldRun[], leaseMs: number): Promise<string[]> {
+    if (!held.length) return [];
     const rows: Array<{ id: string }> = await this.runs.query(
       `WITH renewed AS (
-         UPDATE runs SET lease_expires_at = now() + $2 * interval '1 millisecond'
-          WHERE id = ANY($1::text[]) AND ${ACTIVE} RETURNING id)
+         UPDATE runs SET lease_expires_at = now() + $3 * interval '1 millisecond'
+           FROM unnest($1::text[], $2::text[]) AS held(id, resource_id)
+          WHERE runs.id = held.id AND runs.resource_id = held.resource_id AND runs.${ACTIVE} RETURNING runs.id)
        SELECT id FROM renewed`,
-      [ids, leaseMs],
+      [held.map((r) => r.id), held.map((r) => r.resourceId), leaseMs],
     );
     return rows.map((r) => r.id);
   }
 
   /**
-   * Records what each run has shown so far (runId → its messages), renewing its lease in the same
-   * write; returns the runs still active, as `renewLeases` does.
+   * Records what each run has shown so far (its messages), renewing its lease in the same write;
+   * returns the runs still active, as `renewLeases` does.
    */
-  async saveCheckpoints(checkpoints: Record<string, StoredMessage[]>, leaseMs: number): Promise<string[]> {
+  async saveCheckpoints(
+    checkpoints: Array<HeldRun & { messages: StoredMessage[] }>,
+    leaseMs: number,
+  ): Promise<string[]> {
     const rows: Array<{ id: string }> = await this.runs.query(
       `WITH saved AS (
-         UPDATE runs SET checkpoint = c.value, lease_expires_at = now() + $2 * interval '1 millisecond'
-           FROM jsonb_each($1::jsonb) AS c
-          WHERE runs.id = c.key AND runs.${ACTIVE} RETURNING runs.id)
+         UPDATE runs SET checkpoint = c.messages, lease_expires_at = now() + $2 * interval '1 millisecond'
+           FROM jsonb_to_recordset($1::jsonb) AS c(id text, "resourceId" text, messages jsonb)
+          WHERE runs.id = c.id AND runs.resource_id = c."resourceId" AND runs.${ACTIVE} RETURNING runs.id)
        SELECT id FROM saved`,
       [JSON.stringify(checkpoints), leaseMs],
     );
