@@ -62,7 +62,7 @@ export const VARIABLES = {
   NODE_ENV: {
     schema: z.string().default('development'),
     at: 'env',
-    doc: 'the environment name (`production` in the image)',
+    doc: '`production` (as in the image) keeps log lines JSON even on a terminal',
   },
   HOST: {
     schema: z.string().min(1).default('127.0.0.1'),
