@@ -25,6 +25,9 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** Every HTTP error code, in the order of ERROR_STATUS: the OpenAPI enum of the envelope's `code`. */
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as readonly ErrorCode[];
+
 export type ErrorDetail = { path?: string; message: string };
 
 /** The error a service throws; the HTTP layer maps it once, in DomainErrorFilter. */

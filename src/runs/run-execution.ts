@@ -151,6 +151,7 @@ export class RunExecution implements RunToolContext {
     this.timeRun = this.deps.metrics.runDuration.startTimer({ agent: this.run.agent.definition.id });
     this.untrack = this.deps.broker.track(this.run.input.runId, (code, message) => this.stop(code, message));
     this.release = this.deps.leases.hold(this.run.input.runId, {
+      resourceId: this.run.principal.resourceId,
       lost: () => this.stop('INTERRUPTED', 'The run was interrupted; please retry'),
       unrenewable: () => this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE),
       shown: () => this.shown,

@@ -9,21 +9,13 @@ import { isDeepStrictEqual } from 'node:util';
 import { from } from 'rxjs';
 import { z } from 'zod';
 import { ScriptedModel } from '../agents/scripted-model';
-import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
+import { AguiEvent, RUN_ERROR_CODES, RunErrorCode, UpstreamEvent } from './agui-events';
 import { MastraChunk, MastraToAgui, Outcome } from './mastra-to-agui';
 import { RunLifecycle } from './run-lifecycle';
 
 const THREAD = 'thread-1';
 const RUN = 'run-1';
-const ERROR_CODES: readonly RunErrorCode[] = [
-  'MODEL_ERROR',
-  'TOOL_RESULT_TIMEOUT',
-  'CANCELLED',
-  'STRUCTURED_OUTPUT_INVALID',
-  'SHUTTING_DOWN',
-  'INTERRUPTED',
-  'INTERNAL',
-];
+const ERROR_CODES: readonly RunErrorCode[] = RUN_ERROR_CODES;
 
 // ---------------------------------------------------------------------------------------------------
 // The checker: every guarantee of CONTRACT section 3, asserted on one run's output.

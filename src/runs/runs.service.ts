@@ -266,7 +266,9 @@ export class RunsService {
       generateTitle: options.generateTitle,
       ...(options.structuredOutput ? { structuredOutput: options.structuredOutput } : {}),
       extras: options.extras,
-      disconnectGraceMs: options.disconnectGraceMs ?? this.config.disconnectGrace.defaultMs,
+      disconnectGraceMs:
+        options.disconnectGraceMs ??
+        Math.min(this.config.disconnectGrace.defaultMs, this.config.disconnectGrace.maxMs),
     };
   }
 
