@@ -10,6 +10,10 @@ import 'reflect-metadata';
 import { benchThreads, formatThreadsBench } from './threads-bench';
 import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { WarmConnections } from './lean-client';
+import { engineFirstDeltaRound, engineMemory, engineRun } from './engine-bench';
+import type { EngineAgent, EngineMemory } from './engine-bench';
+import { differenceAtMost, formatRatios, ratioAtLeast, ratioAtMost } from './ratios';
+import type { RatioRow } from './ratios';
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -37,8 +41,13 @@ const CONCURRENT_ROUNDS = 5;
 const OPEN_RUNS = 1000;
 /** Ten deltas five seconds apart: the run stays open for the whole memory measurement. */
 const SLOW_PROMPT = '/slow 5000 a b c d e f g h';
-const TARGET_SERVICE_VS_ENGINE = 0.85;
+/** Issue 14: the whole service over HTTP streams a 5,000-delta run at least as fast as the engine alone. */
+const TARGET_SERVICE_VS_ENGINE = 1.0;
 const TARGET_STARTED_P99_MS = 100;
+/** Issue 14: first-delta p99 of 100 runs started at once, service / engine alone, at most this. */
+const TARGET_FIRST_DELTA_RATIO = 1.1;
+/** Issue 14: the service holds at most this many KB (1,024 bytes) of heap per open run above Mastra's own. */
+const TARGET_MEMORY_DIFF_KB = 25;
 
 // ---------------------------------------------------------------------------------------------------
 // Client side: AG-UI requests and an SSE reader
@@ -154,24 +163,6 @@ function timedRun(url: URL, text: string, owner?: string): Promise<LatencySample
 
 // ---------------------------------------------------------------------------------------------------
 // The three throughput subjects
-
-type Agent = ReturnType<AgentsService['get']>['agent'];
-
-/** The engine alone: the same agent and prompt, its fullStream read in-process until done. */
-async function engineRun(agent: Agent): Promise<StreamSample> {
-  const t0 = performance.now();
-  const output = await agent.stream([{ role: 'user', content: `/bench ${DELTAS}` }], { maxSteps: 10 });
-  const reader = output.fullStream.getReader();
-  let deltas = 0;
-  let events = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    events++;
-    if (value.type === 'text-delta') deltas++;
-  }
-  return { ms: performance.now() - t0, deltas, events };
-}
 
 /** The same AG-UI events as the service streams, precomputed as SSE frames. */
 function ceilingFrames(deltas: number): string[] {
@@ -365,6 +356,8 @@ function latencyOf(samples: LatencySample[]): Latency {
 
 type ClientMessage =
   | { type: 'latency'; samples: LatencySample[] }
+  | { type: 'ready' }
+  | { type: 'round'; samples: LatencySample[] }
   | { type: 'started'; ms: number }
   | { type: 'failed'; error: string }
   | { type: 'done'; aborted: number; other: string[] };
@@ -398,9 +391,53 @@ function spawnClient(args: string[]) {
   return { next, finished, send: (message: string) => child.send(message), kill: () => child.kill() };
 }
 
+/**
+ * The rounds of `latencyRounds` from the lean client in a child process (warm connections), one
+ * round at a time on the parent's word: `between(round)` runs after each round, so another subject
+ * (the engine alone) can take its turn between the service's rounds, as in `throughput`.
+ */
+async function warmLatencyFromChild(
+  runUrl: string,
+  between: (round: number) => Promise<void> = () => Promise.resolve(),
+): Promise<LatencySample[]> {
+  const client = spawnClient(['latency-warm', runUrl]);
+  const all: LatencySample[] = [];
+  try {
+    const ready = await client.next();
+    if (ready.type !== 'ready') throw new Error(`latency client: ${JSON.stringify(ready)}`);
+    for (let round = 0; round <= CONCURRENT_ROUNDS; round++) {
+      client.send('round');
+      const message = await client.next();
+      if (message.type !== 'round') throw new Error(`latency client: ${JSON.stringify(message)}`);
+      if (round > 0) all.push(...message.samples);
+      await sleep(100);
+      await between(round);
+    }
+    client.send('close');
+    await client.finished();
+  } catch (err) {
+    client.kill();
+    throw err;
+  }
+  return all;
+}
+
+/**
+ * The engine's turn between two service rounds: CONCURRENT_RUNS `agent.stream()` calls started at
+ * once in this process, ms to each one's first `text-delta`; round 0 is the warm-up, as the service's.
+ */
+function engineLatencyRound(agent: EngineAgent, into: number[]) {
+  return async (round: number): Promise<void> => {
+    collect();
+    const firsts = await engineFirstDeltaRound(agent, `/bench ${CONCURRENT_DELTAS}`, CONCURRENT_RUNS);
+    if (round > 0) into.push(...firsts);
+    await sleep(100);
+  };
+}
+
 /** The same rounds from a client in its own process: what a remote client sees, without sharing the event loop. */
-async function latencyFromChild(runUrl: string, warm: boolean): Promise<LatencySample[]> {
-  const client = spawnClient([warm ? 'latency-warm' : 'latency', runUrl]);
+async function latencyFromChild(runUrl: string): Promise<LatencySample[]> {
+  const client = spawnClient(['latency', runUrl]);
   const message = await client.next();
   await client.finished();
   if (message.type !== 'latency') throw new Error(`latency client: ${JSON.stringify(message)}`);
@@ -480,31 +517,38 @@ async function memory(app: NestFastifyApplication, runUrl: string): Promise<Memo
   };
 }
 
-/** Child process, latency: the same rounds as in-process (or over warm connections), samples sent back. */
-async function latencyClient(runUrl: string, warm: boolean): Promise<void> {
-  const samples = warm ? await warmLatencyRounds(runUrl) : await latencyRounds(runUrl);
+/** Child process, latency: the same rounds as in-process, samples sent back. */
+async function latencyClient(runUrl: string): Promise<void> {
+  const samples = await latencyRounds(runUrl);
   process.send?.({ type: 'latency', samples } satisfies ClientMessage);
   process.disconnect();
 }
 
-/** The rounds of `latencyRounds` from the lean client: connections opened before, bodies built before. */
-async function warmLatencyRounds(runUrl: string): Promise<LatencySample[]> {
+/**
+ * Child process, warm latency: the lean client (connections opened before, bodies built before),
+ * one round of `latencyRounds` per 'round' message from the parent, until 'close'.
+ */
+async function warmLatencyClient(runUrl: string): Promise<void> {
   const connections = await WarmConnections.open(runUrl, CONCURRENT_RUNS);
-  const all: LatencySample[] = [];
-  try {
-    for (let round = 0; round <= CONCURRENT_ROUNDS; round++) {
-      const bodies = Array.from({ length: CONCURRENT_RUNS }, (_, i) =>
-        runBody(`/bench ${CONCURRENT_DELTAS}`, undefined, `bench-user-${i}`),
-      );
-      collect();
-      const samples = await connections.round(bodies);
-      if (round > 0) all.push(...samples);
-      await sleep(100);
+  const send = (m: ClientMessage) => process.send?.(m);
+  const onMessage = (m: unknown) => {
+    if (m === 'close') {
+      process.off('message', onMessage);
+      connections.close();
+      process.disconnect();
+      return;
     }
-  } finally {
-    connections.close();
-  }
-  return all;
+    const bodies = Array.from({ length: CONCURRENT_RUNS }, (_, i) =>
+      runBody(`/bench ${CONCURRENT_DELTAS}`, undefined, `bench-user-${i}`),
+    );
+    collect();
+    connections.round(bodies).then(
+      (samples) => send({ type: 'round', samples }),
+      (err: unknown) => send({ type: 'failed', error: String(err) }),
+    );
+  };
+  process.on('message', onMessage);
+  send({ type: 'ready' });
 }
 
 /** Child process, memory: opens the runs, reports, aborts them when told. */
@@ -572,12 +616,12 @@ function printThroughput([service, engine, bare]: Throughput[]): void {
   /** Per-round ratios: the subjects of a round ran back to back, so their spread shows the noise. */
   const spread = (other: Throughput) => {
     const r = service.rates.map((rate, i) => rate / other.rates[i]);
-    return `rounds ${pct(Math.min(...r))} to ${pct(Math.max(...r))}`;
+    return `rounds ${pct(Math.min(...r))} to ${pct(Math.max(...r))}, median ${pct(median(r))}`;
   };
   /** Best against best: under contention from other processes the fastest round is the least disturbed. */
   const best = (other: Throughput) => pct(Math.max(...service.rates) / Math.max(...other.rates));
   console.log(
-    `service/engine  ${pct(vsEngine)}  (best ${best(engine)}; ${spread(engine)}; target >= ${pct(TARGET_SERVICE_VS_ENGINE)}: ${vsEngine >= TARGET_SERVICE_VS_ENGINE ? 'met' : 'MISSED'})`,
+    `service/engine  ${vsEngine.toFixed(2)}× = ${pct(vsEngine)}  (best ${best(engine)}; ${spread(engine)}; target >= ${TARGET_SERVICE_VS_ENGINE.toFixed(1)}×: ${vsEngine >= TARGET_SERVICE_VS_ENGINE ? 'met' : 'MISSED'})`,
   );
   console.log(`service/ceiling ${pct(service.rate / bare.rate)}  (best ${best(bare)}; ${spread(bare)})`);
   console.log(
@@ -585,9 +629,16 @@ function printThroughput([service, engine, bare]: Throughput[]): void {
   );
 }
 
-type Latencies = { warm: Latency; fresh: Latency; inProcess: Latency; floor: Latency };
+type Latencies = {
+  warm: Latency;
+  fresh: Latency;
+  inProcess: Latency;
+  floor: Latency;
+  /** The engine alone: CONCURRENT_RUNS `agent.stream()` calls at once in-process, ms to the first `text-delta`. */
+  engine: { firstDeltaP50: number; firstDeltaP99: number };
+};
 
-function printLatency({ warm, fresh, inProcess, floor }: Latencies): void {
+function printLatency({ warm, fresh, inProcess, floor, engine }: Latencies): void {
   console.log('');
   console.log(
     `4. ${CONCURRENT_RUNS} concurrent runs of ${CONCURRENT_DELTAS} deltas, ${CONCURRENT_ROUNDS} rounds (${warm.n} runs) after 1 warm-up: ms from send`,
@@ -606,24 +657,96 @@ function printLatency({ warm, fresh, inProcess, floor }: Latencies): void {
     );
   }
   console.log(
+    `${'engine alone: agent.stream() in-process'.padEnd(40)}${'–'.padStart(17)}${'–'.padStart(9)}${fmt(engine.firstDeltaP50, 1).padStart(17)}${fmt(engine.firstDeltaP99, 1).padStart(9)}`,
+  );
+  console.log(
+    `first delta p99, service (warm) / engine alone: ${(warm.firstDeltaP99 / engine.firstDeltaP99).toFixed(2)}× (target <= ${TARGET_FIRST_DELTA_RATIO.toFixed(1)}×; the engine's rounds alternate with the service's)`,
+  );
+  console.log(
     `RUN_STARTED p99 target < ${TARGET_STARTED_P99_MS} ms (child, warm connections): ${warm.startedP99 < TARGET_STARTED_P99_MS ? 'met' : 'MISSED'}`,
   );
 }
 
-function printMemory(mem: Memory): void {
+/** KB (1,024 bytes) per open run between two readings. */
+const kbPerRun = (from: number, to: number, runs: number) => (to - from) / runs / 1024;
+
+function printMemory(mem: Memory, engine: EngineMemory | undefined): void {
   const perThousand = (from: number, to: number) => fmt(mb(((to - from) / OPEN_RUNS) * 1000), 1);
+  const kb = (from: number, to: number, runs = OPEN_RUNS) => fmt(kbPerRun(from, to, runs), 1);
   console.log('');
   console.log(`5. ${OPEN_RUNS} open runs ('${SLOW_PROMPT}', client in a child process)`);
   console.log(`every engine running (TEXT_MESSAGE_START received) after ${fmt(mem.openMs)} ms`);
   console.log(
-    `server rss             ${fmt(mb(mem.rssBefore), 1)} -> ${fmt(mb(mem.rssOpen), 1)} MB: ${perThousand(mem.rssBefore, mem.rssOpen)} MB per 1000 open runs`,
+    `server rss             ${fmt(mb(mem.rssBefore), 1)} -> ${fmt(mb(mem.rssOpen), 1)} MB: ${perThousand(mem.rssBefore, mem.rssOpen)} MB per 1000 open runs, ${kb(mem.rssBefore, mem.rssOpen)} KB per run`,
   );
   console.log(
-    `server heap used       ${fmt(mb(mem.heapBefore), 1)} -> ${fmt(mb(mem.heapOpen), 1)} MB: ${perThousand(mem.heapBefore, mem.heapOpen)} MB per 1000 open runs`,
+    `server heap used       ${fmt(mb(mem.heapBefore), 1)} -> ${fmt(mb(mem.heapOpen), 1)} MB: ${perThousand(mem.heapBefore, mem.heapOpen)} MB per 1000 open runs, ${kb(mem.heapBefore, mem.heapOpen)} KB per run`,
   );
   console.log(
     `after the client abort ${JSON.stringify(mem.statuses)}, 0 connections, rss ${fmt(mb(mem.rssAfter), 1)} MB`,
   );
+  if (!engine) return;
+  const n = engine.streams;
+  console.log(
+    `engine alone: ${n} open agent.stream() calls in a fresh child process, every 'text-start' after ${fmt(engine.openMs)} ms`,
+  );
+  console.log(
+    `engine rss             ${fmt(mb(engine.rssBefore), 1)} -> ${fmt(mb(engine.rssOpen), 1)} MB: ${kb(engine.rssBefore, engine.rssOpen, n)} KB per stream; service - engine ${fmt(kbPerRun(mem.rssBefore, mem.rssOpen, OPEN_RUNS) - kbPerRun(engine.rssBefore, engine.rssOpen, n), 1)} KB`,
+  );
+  console.log(
+    `engine heap used       ${fmt(mb(engine.heapBefore), 1)} -> ${fmt(mb(engine.heapOpen), 1)} MB: ${kb(engine.heapBefore, engine.heapOpen, n)} KB per stream; service - engine ${fmt(kbPerRun(mem.heapBefore, mem.heapOpen, OPEN_RUNS) - kbPerRun(engine.heapBefore, engine.heapOpen, n), 1)} KB`,
+  );
+}
+
+/** The rows of the issue 14 summary, for the parts that ran; another module adds its own rows the same way. */
+function issue14Ratios(
+  subjects: Throughput[] | undefined,
+  latency: Latencies | undefined,
+  mem: Memory | undefined,
+  engineMem: EngineMemory | undefined,
+): RatioRow[] {
+  const rows: RatioRow[] = [];
+  if (subjects) {
+    const [service, engine] = subjects;
+    rows.push(
+      ratioAtLeast(
+        `throughput, one /bench ${DELTAS} run (median deltas/s)`,
+        service.rate,
+        engine.rate,
+        TARGET_SERVICE_VS_ENGINE,
+        `${fmt(service.rate)} / ${fmt(engine.rate)} deltas/s (by CPU time ${(service.cpuRate / engine.cpuRate).toFixed(2)}×, ` +
+          `median of the per-round ratios ${median(service.rates.map((r, i) => r / engine.rates[i])).toFixed(2)}×)`,
+      ),
+    );
+  }
+  if (latency) {
+    rows.push(
+      ratioAtMost(
+        `first delta p99, ${CONCURRENT_RUNS} runs at once`,
+        latency.warm.firstDeltaP99,
+        latency.engine.firstDeltaP99,
+        TARGET_FIRST_DELTA_RATIO,
+        `${fmt(latency.warm.firstDeltaP99, 1)} / ${fmt(latency.engine.firstDeltaP99, 1)} ms (p50 ${fmt(latency.warm.firstDeltaP50, 1)} / ${fmt(latency.engine.firstDeltaP50, 1)} ms)`,
+      ),
+    );
+  }
+  if (mem && engineMem) {
+    const service = kbPerRun(mem.heapBefore, mem.heapOpen, OPEN_RUNS);
+    const engine = kbPerRun(engineMem.heapBefore, engineMem.heapOpen, engineMem.streams);
+    const serviceRss = kbPerRun(mem.rssBefore, mem.rssOpen, OPEN_RUNS);
+    const engineRss = kbPerRun(engineMem.rssBefore, engineMem.rssOpen, engineMem.streams);
+    rows.push(
+      differenceAtMost(
+        `memory per open run, heap (${OPEN_RUNS} open)`,
+        service,
+        engine,
+        TARGET_MEMORY_DIFF_KB,
+        'KB',
+        `${fmt(service, 1)} / ${fmt(engine, 1)} KB (rss ${fmt(serviceRss, 1)} / ${fmt(engineRss, 1)} KB, difference ${fmt(serviceRss - engineRss, 1)} KB)`,
+      ),
+    );
+  }
+  return rows;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -658,33 +781,45 @@ async function main(): Promise<void> {
     // Memory first, on a warm but otherwise fresh process: later measurements leave the heap grown,
     // which would hide part of the growth from rss.
     let mem: Memory | undefined;
+    let engineMem: EngineMemory | undefined;
     if (only.has('memory')) {
       progress(`memory: ${OPEN_RUNS} open runs`);
       mem = await memory(app, runUrl);
+      progress(`memory: ${OPEN_RUNS} open agent.stream() calls, engine alone in a fresh child process`);
+      engineMem = await engineMemory(env, SLOW_PROMPT, OPEN_RUNS);
     }
     let subjects: Throughput[] | undefined;
     if (only.has('throughput')) {
       progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, engine, ceiling`);
       subjects = await throughput([
         { name: 'service (HTTP, whole stack)', run: () => fetchRun(runUrl, `/bench ${DELTAS}`) },
-        { name: 'engine (Mastra stream, in-process)', run: () => engineRun(agent) },
+        { name: 'engine (Mastra stream, in-process)', run: () => engineRun(agent, `/bench ${DELTAS}`) },
         { name: 'ceiling (bare Fastify, write/event)', run: () => fetchRun(ceiling.url, '') },
       ]);
     }
     let latency: Latencies | undefined;
     if (only.has('latency')) {
-      progress(`latency: ${CONCURRENT_RUNS} concurrent runs, client in a child process, warm connections`);
-      const warm = latencyOf(await latencyFromChild(runUrl, true));
+      progress(
+        `latency: ${CONCURRENT_RUNS} concurrent runs, client in a child process, warm connections; ` +
+          `each round followed by the engine alone (${CONCURRENT_RUNS} agent.stream() at once, in-process)`,
+      );
+      const engineFirst: number[] = [];
+      const warm = latencyOf(await warmLatencyFromChild(runUrl, engineLatencyRound(agent, engineFirst)));
+      const engine = {
+        firstDeltaP50: percentile(engineFirst, 50),
+        firstDeltaP99: percentile(engineFirst, 99),
+      };
       progress(
         `latency: ${CONCURRENT_RUNS} concurrent runs, client in a child process, a new connection each`,
       );
-      const fresh = latencyOf(await latencyFromChild(runUrl, false));
+      const fresh = latencyOf(await latencyFromChild(runUrl));
       progress(`latency: ${CONCURRENT_RUNS} concurrent runs, client in-process`);
       const inProcess = latencyOf(await latencyRounds(runUrl));
       progress(`latency: the floor, a bare Fastify route doing the same claim, warm connections`);
       const floorServer = await startAdmissionFloor(app.get(ConversationStore), config);
       try {
-        latency = { warm, fresh, inProcess, floor: latencyOf(await latencyFromChild(floorServer.url, true)) };
+        const floor = latencyOf(await warmLatencyFromChild(floorServer.url));
+        latency = { warm, fresh, inProcess, floor, engine };
       } finally {
         await floorServer.close();
       }
@@ -716,9 +851,14 @@ async function main(): Promise<void> {
     console.log(`io-bridge bench, node ${process.version}`);
     if (subjects) printThroughput(subjects);
     if (latency) printLatency(latency);
-    if (mem) printMemory(mem);
+    if (mem) printMemory(mem, engineMem);
     if (tools) console.log(`\n${tools}`);
     if (threads) console.log(threads);
+    const ratios = issue14Ratios(subjects, latency, mem, engineMem);
+    if (ratios.length)
+      console.log(
+        `\n${formatRatios('Issue 14 ratios (service against the engine alone, this run)', ratios)}`,
+      );
   } finally {
     await ceiling.close();
     await app.close();
@@ -732,7 +872,8 @@ async function main(): Promise<void> {
 }
 
 function client([mode, ...args]: string[]): Promise<void> {
-  if (mode === 'latency' || mode === 'latency-warm') return latencyClient(args[0], mode === 'latency-warm');
+  if (mode === 'latency') return latencyClient(args[0]);
+  if (mode === 'latency-warm') return warmLatencyClient(args[0]);
   if (mode === 'memory') return memoryClient(args[0], Number(args[1]), args[2]);
   return Promise.reject(new Error(`unknown client mode '${mode}'`));
 }

@@ -5,6 +5,7 @@ import { IndexToolResults1764690300000 } from './1764690300000-index-tool-result
 import { AddRunCheckpoint1764690400000 } from './1764690400000-add-run-checkpoint';
 import { EarlyToolResults1764690500000 } from './1764690500000-early-tool-results';
 import { StatelessRuns1764690600000 } from './1764690600000-stateless-runs';
+import { RunEvents1764690700000 } from './1764690700000-run-events';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   AddRunCheckpoint1764690400000,
   EarlyToolResults1764690500000,
   StatelessRuns1764690600000,
+  RunEvents1764690700000,
 ];

@@ -1,4 +1,4 @@
-import { RunsRepository } from '../src/runs/runs.repository';
+import { ConversationStore } from '../src/runs/conversation.store';
 import { db, startApp, TestApp } from './support/app';
 import { memoryOf, openRun, runInput, runToFrames, shownText, types, uid } from './support/sse';
 
@@ -170,7 +170,7 @@ describe('memory decides persistence', () => {
         [runId, threadId, JSON.stringify([{ id: uid('cp'), role: 'assistant', content: 'shown' }])],
       ),
     );
-    expect(await t.app.get(RunsRepository).reapLapsed(threadId)).toEqual([runId]);
+    expect(await t.app.get(ConversationStore).reapLapsed(threadId)).toEqual([runId]);
     expect((await stored(threadId)).messages).toEqual([]);
     expect(await (await api(t, `/runs/${runId}`)).json()).toMatchObject({
       status: 'error',

@@ -2,7 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, ConsoleMessage } from 'playwright-core';
-import { ERROR_STATUS } from '../src/common/errors';
+import { ERROR_CODES, ERROR_STATUS } from '../src/common/errors';
+import { RUN_ERROR_CODES } from '../src/runs/agui-events';
 import { startApp, TestApp } from './support/app';
 import { runToFrames } from './support/sse';
 import { launchChromium } from './support/chromium';
@@ -41,6 +42,7 @@ const ROUTES: Array<{
     errors: ['404', '409'],
   },
   { method: 'get', path: '/runs/{runId}', tag: 'runs', ok: '200', okRef: 'RunView', errors: ['404'] },
+  { method: 'get', path: '/runs/{runId}/events', tag: 'runs', ok: '200', errors: ['400', '404', '410'] },
   { method: 'get', path: '/agents', tag: 'agents', ok: '200', okRef: 'AgentsList', errors: [] },
   { method: 'get', path: '/agents/{agentId}', tag: 'agents', ok: '200', okRef: 'AgentView', errors: ['404'] },
   {
@@ -290,6 +292,17 @@ describe('OpenAPI document at /docs-json', () => {
       expect.arrayContaining(['messageId', 'toolCallId', 'content', 'role']),
     );
     expect(doc.components.schemas.RunFinishedEvent.required).not.toContain('result');
+  });
+
+  it('lists every error code from its one list: the envelope ErrorCode and the RUN_ERROR RunErrorCode enums', () => {
+    const envelopeCode = doc.components.schemas.ErrorEnvelope.properties.code.allOf[0].$ref;
+    expect(doc.components.schemas[schemaName(envelopeCode)].enum).toEqual([...ERROR_CODES]);
+    const runErrorCode = doc.components.schemas.RunErrorEvent.properties.code;
+    const runErrorCodes =
+      runErrorCode.enum ?? doc.components.schemas[schemaName(runErrorCode.allOf[0].$ref)].enum;
+    expect(runErrorCodes).toEqual([...RUN_ERROR_CODES]);
+    const runDescription = op('post', `${P}/run`).description as string;
+    expect(runDescription).toContain(`code one of ${RUN_ERROR_CODES.join(', ')}`);
   });
 
   it('describes the shapes completely (the Swagger CLI plugin does not run here) and every $ref resolves', () => {

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ERROR_STATUS, type ErrorCode, type ErrorEnvelope as ErrorEnvelopeShape } from './errors';
+import { ERROR_CODES, type ErrorCode, type ErrorEnvelope as ErrorEnvelopeShape } from './errors';
 
 export class ErrorDetailView {
   @ApiPropertyOptional({ description: 'The offending field, as a dotted path', example: 'messages.0.role' })
@@ -15,7 +15,7 @@ export class ErrorEnvelope implements ErrorEnvelopeShape {
   statusCode: number;
 
   @ApiProperty({
-    enum: Object.keys(ERROR_STATUS),
+    enum: [...ERROR_CODES],
     enumName: 'ErrorCode',
     description: 'A stable code to branch on',
     example: 'NOT_FOUND',

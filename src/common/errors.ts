@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   THREAD_ID_CONFLICT: 409,
   TOOL_RESULT_ALREADY_SUBMITTED: 409,
   RUN_NOT_ACTIVE: 409,
+  RUN_EVENTS_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
@@ -23,6 +24,9 @@ export const ERROR_STATUS = {
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** Every HTTP error code, in the order of ERROR_STATUS: the OpenAPI enum of the envelope's `code`. */
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as readonly ErrorCode[];
 
 export type ErrorDetail = { path?: string; message: string };
 

@@ -37,149 +37,392 @@ const corsOrigins = z.string().transform((value, ctx): '*' | string[] => {
   return entries;
 });
 
-/** Every variable the service reads, validated once at boot. */
-const envSchema = z.object({
-  NODE_ENV: z.string().default('development'),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  PORT: int(0, 65535).default(3000),
-  IO_BRIDGE_PREFIX: z
-    .string()
-    .regex(/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$|^\/$/, 'must start with / and not end with /')
-    .default('/io-bridge'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']).default('log'),
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-    .optional(),
-  DATABASE_POOL_SIZE: int(1, 200).default(10),
-  DATABASE_CONNECT_TIMEOUT_MS: int(100, 600_000).default(5_000),
-  DATABASE_STATEMENT_TIMEOUT_MS: int(100, 3_600_000).default(10_000),
-  DATABASE_QUERY_TIMEOUT_MS: int(100, 3_600_000).default(12_000),
-  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(100, 3_600_000).default(15_000),
-  EMBEDDED_PG_DIR: z.string().min(1).default('.data/postgres'),
-  EMBEDDED_PG_PORT: int(1, 65535).default(54329),
-  MIGRATIONS_RUN: bool.default(true),
-  MODEL: z
-    .string()
-    .regex(
-      /^(scripted|[a-z0-9-]+\/\S+)$/,
-      "must be 'scripted' or a provider/model id such as openai/gpt-4o-mini",
-    )
-    .default('scripted'),
-  OPENAI_BASE_URL: z.url().optional(),
-  OPENAI_API_KEY: z.string().optional(),
-  DEFAULT_AGENT_ID: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/)
-    .default('assistant'),
-  HEARTBEAT_MS: int(10, 600_000).default(15_000),
-  MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(4 * 1024 * 1024),
-  MAX_MESSAGES: int(1, 100_000).default(1000),
-  MAX_TOOLS: int(0, 1000).default(128),
-  MAX_CONTEXT: int(0, 10_000).default(128),
-  MAX_STEPS: int(1, 100).default(10),
-  FRONTEND_TOOL_TIMEOUT_MS: int(1, 86_400_000).default(300_000),
-  RUN_LEASE_MS: int(300, 600_000).default(20_000),
-  LAST_MESSAGES: int(0, 10_000).default(40),
-  STORE_ALL_RUNS: bool.default(false),
-  MAX_LAST_MESSAGES: int(1, 10_000).default(1000),
-  MODEL_MAX_TOKENS: int(1, 10_000_000).default(16_384),
-  MODEL_MAX_RETRIES: int(0, 20).default(5),
-  AGENTS_CONFIG: z.string().min(1).optional(),
-  SHUTDOWN_GRACE_MS: int(0, 3_600_000).default(20_000),
-  CORS_ORIGINS: corsOrigins.optional(),
-  RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(120),
-  AUTH_MODE: z.enum(['none', 'jwt', 'header']).default('none'),
-  OIDC_ISSUER: z.url().optional(),
-  OIDC_AUDIENCE: z.string().min(1).optional(),
-  OIDC_JWKS_URI: z.url().optional(),
-  RESOURCE_ID_CLAIM: z.string().min(1).default('sub'),
-  ADMIN_ROLE_CLAIM: z.string().min(1).default('roles'),
-  ADMIN_ROLE: z.string().min(1).optional(),
-  JWT_CLOCK_TOLERANCE_S: int(0, 300).default(5),
-  AUTH_HEADER: z
-    .string()
-    .regex(/^[A-Za-z0-9-]+$/)
-    .default('x-auth-request-user'),
-  TRUSTED_PROXIES: z.string().optional(),
+type Section = 'general' | 'jwt' | 'header';
+
+/** One environment variable: everything about it, in one place. */
+export type Variable = {
+  /** Its validation; a default is the schema's `.default()`, a transformation its `.transform()`. */
+  schema: z.ZodType;
+  /** Where AppConfig holds the value (a dotted path, or several); none: only DERIVED values read it. */
+  at?: string | readonly string[];
+  /** What it means: README's configuration tables show it as is. */
+  doc: string;
+  /** README's Default column for a variable without a default; `unset` when not given. */
+  unset?: string;
+  /** README's table for it: `general` (Configuration), or an AUTH_MODE's (`jwt`, `header`). */
+  readme?: Section;
+};
+
+/**
+ * Every variable the service reads, validated once at boot: the schema, the AppConfig type, the
+ * defaults and README's configuration tables are all derived from this table (config-readme.spec.ts
+ * keeps the README in step). Adding a variable is adding its entry here (then `npm run config:readme`).
+ */
+export const VARIABLES = {
+  NODE_ENV: {
+    schema: z.string().default('development'),
+    at: 'env',
+    doc: '`production` (as in the image) keeps log lines JSON even on a terminal',
+  },
+  HOST: {
+    schema: z.string().min(1).default('127.0.0.1'),
+    at: 'host',
+    doc: 'where to listen (`0.0.0.0` in containers)',
+  },
+  PORT: { schema: int(0, 65535).default(3000), at: 'port', doc: 'the port to listen on' },
+  IO_BRIDGE_PREFIX: {
+    schema: z
+      .string()
+      .regex(/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$|^\/$/, 'must start with / and not end with /')
+      .transform((prefix) => (prefix === '/' ? '' : prefix))
+      .default('/io-bridge'),
+    at: 'prefix',
+    doc: 'route prefix (`/` for none)',
+  },
+  LOG_LEVEL: {
+    schema: z.enum(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+    at: 'logLevel',
+    doc: '`fatal`, `error`, `warn`, `log`, `debug`, `verbose`',
+  },
+  DATABASE_URL: {
+    schema: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+      .optional(),
+    at: 'database.url',
+    doc: '`postgres://…` of your database',
+    unset: 'unset: embedded Postgres',
+  },
+  DATABASE_POOL_SIZE: {
+    schema: int(1, 200).default(10),
+    at: 'database.poolSize',
+    doc: 'connections per instance (plus one for `LISTEN`)',
+  },
+  DATABASE_CONNECT_TIMEOUT_MS: {
+    schema: int(100, 600_000).default(5_000),
+    at: 'database.timeouts.connectMs',
+    doc: 'opening a database connection, or waiting for a free one in the pool; past it the request is 503 `SERVICE_UNAVAILABLE`',
+  },
+  DATABASE_STATEMENT_TIMEOUT_MS: {
+    schema: int(100, 3_600_000).default(10_000),
+    at: 'database.timeouts.statementMs',
+    doc: 'Postgres cancels a statement running longer (`statement_timeout`); every statement of the service takes milliseconds',
+  },
+  DATABASE_QUERY_TIMEOUT_MS: {
+    schema: int(100, 3_600_000).default(12_000),
+    at: 'database.timeouts.queryMs',
+    doc: 'the client stops waiting for an answer (a frozen server cannot enforce its own timeout); at least the statement timeout, so a live server answers first',
+  },
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: {
+    schema: int(100, 3_600_000).default(15_000),
+    at: 'database.timeouts.idleInTransactionMs',
+    doc: 'Postgres closes a session left idle inside a transaction, releasing its locks',
+  },
+  EMBEDDED_PG_DIR: {
+    schema: z.string().min(1).default('.data/postgres'),
+    at: 'database.embeddedDir',
+    doc: "the embedded database's data directory (without `DATABASE_URL`)",
+  },
+  EMBEDDED_PG_PORT: {
+    schema: int(1, 65535).default(54329),
+    at: 'database.embeddedPort',
+    doc: "the embedded database's port",
+  },
+  MIGRATIONS_RUN: {
+    schema: bool.default(true),
+    at: 'database.migrationsRun',
+    doc: 'run pending migrations at start-up (`false` to leave it to a deploy job)',
+  },
+  MODEL: {
+    schema: z
+      .string()
+      .regex(
+        /^(scripted|[a-z0-9-]+\/\S+)$/,
+        "must be 'scripted' or a provider/model id such as openai/gpt-4o-mini",
+      )
+      .default('scripted'),
+    at: 'model.id',
+    doc: "a Mastra model id (`openai/gpt-4o-mini`, `anthropic/claude-sonnet-4-5`, with the provider's key in its usual variable such as `OPENAI_API_KEY`)",
+  },
+  OPENAI_BASE_URL: {
+    schema: z.url().optional(),
+    at: 'model.openaiBaseUrl',
+    doc: 'any OpenAI-compatible server (Ollama, vLLM); `MODEL` then names `<provider>/<model>`',
+  },
+  OPENAI_API_KEY: {
+    schema: z.string().optional(),
+    at: 'model.openaiApiKey',
+    doc: 'the key for OpenAI, or for the server at `OPENAI_BASE_URL`',
+  },
+  DEFAULT_AGENT_ID: {
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/)
+      .default('assistant'),
+    at: 'defaultAgentId',
+    doc: 'the agent used when `forwardedProps.agentId` is absent',
+  },
+  HEARTBEAT_MS: {
+    schema: int(10, 600_000).default(15_000),
+    at: 'heartbeatMs',
+    doc: '`: ping` comment on an idle stream',
+  },
+  MAX_BODY_BYTES: {
+    schema: int(1024, 64 * 1024 * 1024).default(4 * 1024 * 1024),
+    at: 'limits.maxBodyBytes',
+    doc: 'the largest request body; JSON bodies nest at most 64 levels',
+  },
+  MAX_MESSAGES: {
+    schema: int(1, 100_000).default(1000),
+    at: 'limits.maxMessages',
+    doc: 'messages per run request',
+  },
+  MAX_TOOLS: { schema: int(0, 1000).default(128), at: 'limits.maxTools', doc: 'tools per run request' },
+  MAX_CONTEXT: {
+    schema: int(0, 10_000).default(128),
+    at: 'limits.maxContext',
+    doc: '`context` entries per run request',
+  },
+  MAX_STEPS: {
+    schema: int(1, 100).default(10),
+    at: ['limits.maxSteps', 'ceilings.maxSteps'],
+    doc: 'model steps per run, and the ceiling of `forwardedProps.modelSettings.maxSteps`',
+  },
+  FRONTEND_TOOL_TIMEOUT_MS: {
+    schema: int(1, 86_400_000).default(300_000),
+    at: 'frontendToolTimeoutMs',
+    doc: 'how long a run waits for a frontend tool result (`RUN_ERROR TOOL_RESULT_TIMEOUT` after)',
+  },
+  RUN_LEASE_MS: {
+    schema: int(300, 600_000).default(20_000),
+    at: 'runLeaseMs',
+    doc: "a run's lease; a replica that dies frees its threads this long after its last renewal (`INTERRUPTED`)",
+  },
+  RUN_EVENTS_RETENTION_MS: {
+    schema: int(1_000, 7 * 86_400_000).default(900_000),
+    at: 'runEvents.retentionMs',
+    doc: "how long a run's events stay readable (`GET /runs/:runId/events`) after it ended; later it is 410 `RUN_EVENTS_EXPIRED`",
+  },
+  RUN_EVENTS_FLUSH_MS: {
+    schema: int(10, 60_000).default(250),
+    at: 'runEvents.flushMs',
+    doc: "how often running runs' events are stored (one statement for all); at once while another replica follows a run, and at its end",
+  },
+  STREAM_MAX_QUEUED_BYTES: {
+    schema: int(65_536, 1024 * 1024 * 1024).default(1024 * 1024),
+    at: 'runEvents.maxQueuedBytes',
+    doc: 'events a slow stream may have queued before it stops taking live events and catches up from storage',
+  },
+  RUN_DISCONNECT_GRACE_MS: {
+    schema: int(0, 86_400_000).default(0),
+    at: 'disconnectGrace.defaultMs',
+    doc: 'how long a run goes on once its last reader left, for a rejoin (`0`: cancelled at once); `forwardedProps.disconnectGraceMs` sets it per run',
+  },
+  RUN_DISCONNECT_GRACE_MAX_MS: {
+    schema: int(0, 86_400_000).default(600_000),
+    at: ['disconnectGrace.maxMs', 'ceilings.maxDisconnectGraceMs'],
+    doc: 'the ceiling of `forwardedProps.disconnectGraceMs`',
+  },
+  LAST_MESSAGES: {
+    schema: int(0, 10_000).default(40),
+    at: 'lastMessages',
+    doc: 'stored messages the model sees by default',
+  },
+  STORE_ALL_RUNS: {
+    schema: bool.default(false),
+    at: 'storeAllRuns',
+    doc: 'store every run in its thread as if it named memory (see [Which runs are stored](#which-runs-are-stored))',
+  },
+  MAX_LAST_MESSAGES: {
+    schema: int(1, 10_000).default(1000),
+    at: 'ceilings.maxLastMessages',
+    doc: 'the most stored messages a client may ask the model to see (`memoryOptions.lastMessages`)',
+  },
+  MODEL_MAX_TOKENS: {
+    schema: int(1, 10_000_000).default(16_384),
+    at: 'ceilings.maxTokens',
+    doc: 'the ceiling of `forwardedProps.modelSettings.maxTokens`',
+  },
+  MODEL_MAX_RETRIES: {
+    schema: int(0, 20).default(5),
+    at: 'ceilings.maxRetries',
+    doc: 'the ceiling of `forwardedProps.modelSettings.maxRetries`',
+  },
+  AGENTS_CONFIG: {
+    schema: z.string().min(1).optional(),
+    at: 'agentsConfigPath',
+    doc: "a JSON file overriding agents' `model` and `instructions` (see [Agents](#agents))",
+  },
+  SHUTDOWN_GRACE_MS: {
+    schema: int(0, 3_600_000).default(20_000),
+    at: 'shutdownGraceMs',
+    doc: 'on SIGTERM: readiness goes red, new runs get 503, active runs may finish for this long, then end with `RUN_ERROR SHUTTING_DOWN`',
+  },
+  CORS_ORIGINS: {
+    schema: corsOrigins.optional().transform((origins) => origins ?? []),
+    at: 'corsOrigins',
+    doc: '`*` (any origin) or comma-separated origins such as `https://app.example.com,http://localhost:4200` allowed to call from a browser (see [Browser clients](#browser-clients))',
+    unset: 'unset (no browser origin allowed)',
+  },
+  RATE_LIMIT_PER_MINUTE: {
+    schema: int(1, 1_000_000).default(120),
+    at: 'rateLimitPerMinute',
+    doc: '`POST /run` per owner per minute, per instance (429 `RATE_LIMITED`)',
+  },
+  AUTH_MODE: {
+    schema: z.enum(['none', 'jwt', 'header']).default('none'),
+    at: 'auth.mode',
+    doc: 'who the caller is: `none`, `jwt` or `header` (see [Authentication](#authentication))',
+  },
+  OIDC_ISSUER: {
+    schema: z.url().optional(),
+    at: 'auth.oidcIssuer',
+    doc: 'expected `iss`; discovery reads `${OIDC_ISSUER}/.well-known/openid-configuration` once',
+    unset: 'required',
+    readme: 'jwt',
+  },
+  OIDC_AUDIENCE: {
+    schema: z.string().min(1).optional(),
+    at: 'auth.oidcAudience',
+    doc: "expected `aud` (the API's client id or identifier)",
+    unset: 'required',
+    readme: 'jwt',
+  },
+  OIDC_JWKS_URI: {
+    schema: z.url().optional(),
+    at: 'auth.oidcJwksUri',
+    doc: 'the JWKS URL, skipping discovery',
+    unset: 'from discovery',
+    readme: 'jwt',
+  },
+  RESOURCE_ID_CLAIM: {
+    schema: z.string().min(1).default('sub'),
+    at: 'auth.resourceIdClaim',
+    doc: 'the claim that is the owner (`oid`, `preferred_username`, `email`…)',
+    readme: 'jwt',
+  },
+  ADMIN_ROLE_CLAIM: {
+    schema: z.string().min(1).default('roles'),
+    at: 'auth.adminRoleClaim',
+    doc: 'the claim holding roles: a string or an array; a dotted path such as `realm_access.roles` for Keycloak',
+    readme: 'jwt',
+  },
+  ADMIN_ROLE: {
+    schema: z.string().min(1).optional(),
+    at: 'auth.adminRole',
+    doc: 'a token whose `ADMIN_ROLE_CLAIM` holds it is an operator',
+    readme: 'jwt',
+  },
+  JWT_CLOCK_TOLERANCE_S: {
+    schema: int(0, 300).default(5),
+    at: 'auth.clockToleranceS',
+    doc: 'allowed clock skew for `exp` and `nbf`',
+    readme: 'jwt',
+  },
+  AUTH_HEADER: {
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9-]+$/)
+      .transform((header) => header.toLowerCase())
+      .default('x-auth-request-user'),
+    at: 'auth.header',
+    doc: 'the header holding the user (oauth2-proxy with `--set-xauthrequest`); any case',
+    readme: 'header',
+  },
+  TRUSTED_PROXIES: {
+    schema: z
+      .string()
+      .optional()
+      .transform((list) =>
+        (list ?? '')
+          .split(',')
+          .map((c) => c.trim())
+          .filter(Boolean),
+      ),
+    at: 'auth.trustedProxies',
+    doc: 'comma-separated addresses or CIDRs of the proxies, IPv4 or IPv6 (`10.0.0.0/8,fd00::/8`); IPv4-mapped IPv6 peers match IPv4 entries',
+    unset: 'required',
+    readme: 'header',
+  },
   // OpenTelemetry's standard variables: traces go to `<endpoint>/v1/traces`, or to the traces endpoint as given.
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url().optional(),
-  OTEL_SERVICE_NAME: z.string().min(1).default('io-bridge'),
-  OTEL_SDK_DISABLED: bool.default(false),
-});
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    schema: z.url().optional(),
+    doc: 'an OTLP/HTTP collector, e.g. `http://otel-collector:4318`: spans go to `<endpoint>/v1/traces`, JSON; see [Traces](#traces)',
+    unset: 'unset (no tracing)',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    schema: z.url().optional(),
+    doc: 'the traces endpoint, used as given (instead of `OTEL_EXPORTER_OTLP_ENDPOINT`)',
+    unset: 'unset (no tracing)',
+  },
+  OTEL_SERVICE_NAME: {
+    schema: z.string().min(1).default('io-bridge'),
+    at: 'tracing.serviceName',
+    doc: "the traces' `service.name`",
+  },
+  OTEL_SDK_DISABLED: {
+    schema: bool.default(false),
+    doc: '`true` turns tracing off whatever the endpoint',
+  },
+} as const satisfies Record<string, Variable>;
 
-export type DatabaseTimeouts = {
-  /** Opening a connection, and waiting for a free one in the pool. */
-  connectMs: number;
-  /** Server side: Postgres cancels a statement running longer. */
-  statementMs: number;
-  /** Client side: how long to wait for any answer, for a server too frozen to enforce its own timeout. */
-  queryMs: number;
-  /** Server side: a session idle inside a transaction this long is closed, releasing its locks. */
-  idleInTransactionMs: number;
-};
+/** Variables read by name pattern, not one by one. */
+export const AGENT_VARIABLES = {
+  pattern: /^AGENT_[A-Z0-9_]+_(MODEL|INSTRUCTIONS)$/,
+  names: ['AGENT_<ID>_MODEL', 'AGENT_<ID>_INSTRUCTIONS'],
+  doc: "an agent's `model` and `instructions` from the environment (wins over `AGENTS_CONFIG`)",
+} as const;
 
-export type AppConfig = {
-  env: string;
-  host: string;
-  port: number;
-  prefix: string;
-  logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
-  database: {
-    url?: string;
-    poolSize: number;
-    embeddedDir: string;
-    embeddedPort: number;
-    migrationsRun: boolean;
-    /** Timeouts so a database that is down or frozen gives errors, never hangs (see dataSourceOptions). */
-    timeouts: DatabaseTimeouts;
-  };
-  model: { id: string; openaiBaseUrl?: string; openaiApiKey?: string };
-  defaultAgentId: string;
-  heartbeatMs: number;
-  limits: {
-    maxBodyBytes: number;
-    maxMessages: number;
-    maxTools: number;
-    maxContext: number;
-    maxSteps: number;
-  };
-  frontendToolTimeoutMs: number;
-  /** How long a run's lease lasts without renewal; a dead instance's runs are freed after it. */
-  runLeaseMs: number;
-  /** How many stored messages the model sees by default. */
-  lastMessages: number;
-  /** Store every run in its thread, even one that names no memory (CONTRACT section 2 stores only those that do). */
-  storeAllRuns: boolean;
-  /** Ceilings for what a client may ask through forwardedProps. */
-  ceilings: { maxTokens: number; maxSteps: number; maxRetries: number; maxLastMessages: number };
-  /** On SIGTERM, how long active runs may go on before they end with SHUTTING_DOWN. */
-  shutdownGraceMs: number;
-  /** Origins a browser may call from: `*` for any, none when empty. */
-  corsOrigins: '*' | string[];
-  /** `POST /run` per owner per minute, per instance. */
-  rateLimitPerMinute: number;
-  /** A JSON file overriding agents' model and instructions (e.g. a mounted ConfigMap). */
-  agentsConfigPath?: string;
+type Variables = typeof VARIABLES;
+type Name = keyof Variables;
+/** Each variable as parsed. */
+export type Env = { [K in Name]: z.output<Variables[K]['schema']> };
+
+/** The values of AppConfig that are not one variable as parsed. */
+const DERIVED = {
+  'tracing.url': (e: Env) =>
+    e.OTEL_SDK_DISABLED
+      ? undefined
+      : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
+  'tracing.serviceVersion': (): string => SERVICE_VERSION,
   /** Environment overrides `AGENT_<ID>_MODEL` / `AGENT_<ID>_INSTRUCTIONS`, by agent id. */
-  agentEnv: Record<string, string | undefined>;
-  auth: {
-    mode: 'none' | 'jwt' | 'header';
-    oidcIssuer?: string;
-    oidcAudience?: string;
-    oidcJwksUri?: string;
-    resourceIdClaim: string;
-    adminRoleClaim: string;
-    adminRole?: string;
-    clockToleranceS: number;
-    header: string;
-    /** CIDRs (IPv4 or IPv6) a header-mode request must come from. */
-    trustedProxies: string[];
-  };
-  /** OTLP/HTTP trace export: off (no provider registered) without a URL. */
-  tracing: { url?: string; serviceName: string; serviceVersion: string };
+  agentEnv: (_e: Env, raw: Record<string, string>): Record<string, string | undefined> =>
+    Object.fromEntries(Object.entries(raw).filter(([key]) => AGENT_VARIABLES.pattern.test(key))),
 };
+
+const envSchema = z.object(
+  Object.fromEntries(Object.entries(VARIABLES).map(([name, v]) => [name, v.schema])) as {
+    [K in Name]: Variables[K]['schema'];
+  },
+);
+
+// AppConfig, from the table: each variable's value at its `at` path(s), and each DERIVED value at its own.
+type PathsOf<V> = V extends { at: infer At }
+  ? At extends readonly string[]
+    ? At[number]
+    : At & string
+  : never;
+type Nest<Path extends string, Value> = Path extends `${infer Head}.${infer Rest}`
+  ? { [K in Head]: Nest<Rest, Value> }
+  : { [K in Path]: Value };
+type Placed =
+  | { [K in Name]: Nest<PathsOf<Variables[K]>, Env[K]> }[Name]
+  | { [P in keyof typeof DERIVED]: Nest<P, ReturnType<(typeof DERIVED)[P]>> }[keyof typeof DERIVED];
+type Intersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
+type Flat<T> = T extends readonly unknown[] ? T : T extends object ? { [K in keyof T]: Flat<T[K]> } : T;
+
+/** The typed configuration, as the service reads it. */
+export type AppConfig = Flat<Intersection<Placed>>;
+/** Timeouts so a database that is down or frozen gives errors, never hangs (see dataSourceOptions). */
+export type DatabaseTimeouts = AppConfig['database']['timeouts'];
+
+function place(config: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split('.');
+  const last = keys.pop()!;
+  let node = config;
+  for (const key of keys) node = (node[key] ??= {}) as Record<string, unknown>;
+  node[last] = value;
+}
 
 export class ConfigError extends Error {
   /** Invalid settings, each `VARIABLE: problem and fix`: one problem is one line, several one line each. */
@@ -194,18 +437,22 @@ export class ConfigError extends Error {
 
 /** Parses the environment into the typed configuration, or throws a message naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const cleaned = Object.fromEntries(
+    Object.entries(env).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '',
+    ),
+  );
   const parsed = envSchema.safeParse(cleaned);
   if (!parsed.success) {
     throw ConfigError.invalid(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   }
-  const e = parsed.data;
+  const e = parsed.data as Env;
   const authProblem =
     e.AUTH_MODE === 'jwt' && !e.OIDC_ISSUER
       ? 'OIDC_ISSUER: required with AUTH_MODE=jwt'
       : e.AUTH_MODE === 'jwt' && !e.OIDC_AUDIENCE
         ? 'OIDC_AUDIENCE: required with AUTH_MODE=jwt'
-        : e.AUTH_MODE === 'header' && !e.TRUSTED_PROXIES
+        : e.AUTH_MODE === 'header' && !cleaned.TRUSTED_PROXIES
           ? 'TRUSTED_PROXIES: required with AUTH_MODE=header (comma-separated CIDRs)'
           : undefined;
   if (authProblem) throw ConfigError.invalid([authProblem]);
@@ -219,75 +466,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'MODEL: OPENAI_BASE_URL needs MODEL=<provider>/<model>, e.g. ollama/llama3.1',
     ]);
   }
-  return {
-    env: e.NODE_ENV,
-    host: e.HOST,
-    port: e.PORT,
-    prefix: e.IO_BRIDGE_PREFIX === '/' ? '' : e.IO_BRIDGE_PREFIX,
-    logLevel: e.LOG_LEVEL,
-    database: {
-      url: e.DATABASE_URL,
-      poolSize: e.DATABASE_POOL_SIZE,
-      embeddedDir: e.EMBEDDED_PG_DIR,
-      embeddedPort: e.EMBEDDED_PG_PORT,
-      migrationsRun: e.MIGRATIONS_RUN,
-      timeouts: {
-        connectMs: e.DATABASE_CONNECT_TIMEOUT_MS,
-        statementMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
-        queryMs: e.DATABASE_QUERY_TIMEOUT_MS,
-        idleInTransactionMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
-      },
-    },
-    model: { id: e.MODEL, openaiBaseUrl: e.OPENAI_BASE_URL, openaiApiKey: e.OPENAI_API_KEY },
-    defaultAgentId: e.DEFAULT_AGENT_ID,
-    heartbeatMs: e.HEARTBEAT_MS,
-    limits: {
-      maxBodyBytes: e.MAX_BODY_BYTES,
-      maxMessages: e.MAX_MESSAGES,
-      maxTools: e.MAX_TOOLS,
-      maxContext: e.MAX_CONTEXT,
-      maxSteps: e.MAX_STEPS,
-    },
-    frontendToolTimeoutMs: e.FRONTEND_TOOL_TIMEOUT_MS,
-    runLeaseMs: e.RUN_LEASE_MS,
-    lastMessages: e.LAST_MESSAGES,
-    storeAllRuns: e.STORE_ALL_RUNS,
-    ceilings: {
-      maxTokens: e.MODEL_MAX_TOKENS,
-      maxSteps: e.MAX_STEPS,
-      maxRetries: e.MODEL_MAX_RETRIES,
-      maxLastMessages: e.MAX_LAST_MESSAGES,
-    },
-    agentsConfigPath: e.AGENTS_CONFIG,
-    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
-    corsOrigins: e.CORS_ORIGINS ?? [],
-    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
-    agentEnv: Object.fromEntries(
-      Object.entries(cleaned).filter(([key]) => /^AGENT_[A-Z0-9_]+_(MODEL|INSTRUCTIONS)$/.test(key)),
-    ),
-    auth: {
-      mode: e.AUTH_MODE,
-      oidcIssuer: e.OIDC_ISSUER,
-      oidcAudience: e.OIDC_AUDIENCE,
-      oidcJwksUri: e.OIDC_JWKS_URI,
-      resourceIdClaim: e.RESOURCE_ID_CLAIM,
-      adminRoleClaim: e.ADMIN_ROLE_CLAIM,
-      adminRole: e.ADMIN_ROLE,
-      clockToleranceS: e.JWT_CLOCK_TOLERANCE_S,
-      header: e.AUTH_HEADER.toLowerCase(),
-      trustedProxies: (e.TRUSTED_PROXIES ?? '')
-        .split(',')
-        .map((c) => c.trim())
-        .filter(Boolean),
-    },
-    tracing: {
-      url: e.OTEL_SDK_DISABLED
-        ? undefined
-        : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
-      serviceName: e.OTEL_SERVICE_NAME,
-      serviceVersion: SERVICE_VERSION,
-    },
-  };
+  const config: Record<string, unknown> = {};
+  for (const [name, variable] of Object.entries(VARIABLES) as Array<[Name, Variable]>) {
+    const paths =
+      variable.at === undefined ? [] : typeof variable.at === 'string' ? [variable.at] : variable.at;
+    for (const path of paths) place(config, path, e[name]);
+  }
+  for (const [path, derive] of Object.entries(DERIVED)) place(config, path, derive(e, cleaned));
+  return config as AppConfig;
 }
 
 /** The service's version, as traces report it. */

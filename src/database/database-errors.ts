@@ -1,3 +1,5 @@
+import { QueryFailedError } from 'typeorm';
+
 /** Socket-level failures reaching the database host. */
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
@@ -46,4 +48,11 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
 function messageOf(err: unknown): string {
   const message = (err as { message?: unknown })?.message;
   return typeof message === 'string' ? message : '';
+}
+
+/** A unique constraint (this one, when named) refused the statement. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  if (!(err instanceof QueryFailedError)) return false;
+  const driver = err.driverError as { code?: string; constraint?: string };
+  return driver?.code === '23505' && (constraint === undefined || driver.constraint === constraint);
 }

@@ -6,7 +6,12 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { pgTimeouts } from './data-source';
 
-export const CHANNELS = ['io_bridge_tool_result', 'io_bridge_run_cancel'] as const;
+export const CHANNELS = [
+  'io_bridge_tool_result',
+  'io_bridge_run_cancel',
+  'io_bridge_run_events',
+  'io_bridge_run_watch',
+] as const;
 export type Channel = (typeof CHANNELS)[number];
 
 /**

@@ -62,6 +62,19 @@ export class Metrics implements OnModuleInit {
     registers: [this.registry],
   });
 
+  readonly streamJoins = new Counter({
+    name: 'io_bridge_run_stream_joins_total',
+    help: 'Streams rejoining a run (GET /runs/:runId/events), by where they read it: local (the run is here), follow (its storage, from another instance or ended)',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+
+  readonly streamCatchUps = new Counter({
+    name: 'io_bridge_run_stream_catchups_total',
+    help: 'Times a stream fell too far behind a live run (STREAM_MAX_QUEUED_BYTES) and was served from storage',
+    registers: [this.registry],
+  });
+
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   onModuleInit(): void {

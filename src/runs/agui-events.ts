@@ -33,16 +33,20 @@ export type AguiEvent =
 
 export type AguiEventType = AguiEvent['type'];
 
-export type RunErrorCode =
-  | 'MODEL_ERROR'
-  | 'TOOL_RESULT_TIMEOUT'
-  | 'CANCELLED'
-  | 'STRUCTURED_OUTPUT_INVALID'
-  | 'SHUTTING_DOWN'
-  | 'INTERRUPTED'
-  /** The database is down or not answering: the run cannot be recorded or keep its lease; retry later. */
-  | 'SERVICE_UNAVAILABLE'
-  | 'INTERNAL';
+/** Every `RUN_ERROR` code: the one list the type, the OpenAPI enum and the tests are derived from. */
+export const RUN_ERROR_CODES = [
+  'MODEL_ERROR',
+  'TOOL_RESULT_TIMEOUT',
+  'CANCELLED',
+  'STRUCTURED_OUTPUT_INVALID',
+  'SHUTTING_DOWN',
+  'INTERRUPTED',
+  // The database is down or not answering: the run cannot be recorded or keep its lease; retry later.
+  'SERVICE_UNAVAILABLE',
+  'INTERNAL',
+] as const;
+
+export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
 
 /**
  * What the translator hands the lifecycle guard: loosely shaped, possibly wrong, never sent as it is.

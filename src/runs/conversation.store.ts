@@ -5,7 +5,8 @@ import { DomainError } from '../common/errors';
 import { queryPrepared } from '../database/prepared';
 import { StoredMessage } from '../threads/message-format';
 import { ThreadsRepository } from '../threads/threads.repository';
-import { ACTIVE, RunEnd, RunsRepository } from './runs.repository';
+import { ACTIVE } from './run.entity';
+import { RunEnd, RunsRepository } from './runs.repository';
 
 export type ClaimRun = {
   threadId: string;
@@ -38,11 +39,16 @@ export type EndRun = {
 };
 
 /**
- * A conversation on the server: a run's writes, each one statement (one round trip, atomic).
+ * A conversation on the server: the statements of a run's life that write several tables at once
+ * (runs, threads, messages, run_tool_calls), each one statement (one round trip, atomic). They live
+ * here, not split over the tables' repositories (RunsRepository, ThreadsRepository,
+ * MessagesRepository, ToolCallsRepository), because splitting them would cost round trips and
+ * atomicity on every run; every other statement is in the repository of its table.
  * Before the stream: the owner's thread (created by a run that names memory), the run with its
  * lease, the incoming messages not stored yet, and the history the model sees: what can be refused
  * is refused there. Before the terminal event: the run's end and the messages it produced. A
- * stateless run (no memory named, no thread of the owner) is recorded, and nothing else.
+ * stateless run (no memory named, no thread of the owner) is recorded, and nothing else. A run whose
+ * instance died is ended by the reaper, its checkpoint kept.
  */
 @Injectable()
 export class ConversationStore {
@@ -67,7 +73,7 @@ export class ConversationStore {
     } catch (err) {
       // A run whose instance died holds the thread until its lease lapses: end it, then try once more.
       if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
-      if (!(await this.runs.reapLapsed(run.threadId)).length) throw err;
+      if (!(await this.reapLapsed(run.threadId)).length) throw err;
       return this.claimOnce(run);
     }
   }
@@ -180,5 +186,41 @@ export class ConversationStore {
         JSON.stringify(run.produced),
       ],
     );
+  }
+
+  /**
+   * Ends active runs whose lease lapsed (their instance died) as `error` INTERRUPTED, which frees
+   * their threads; only those of one thread when `threadId` is given. What such a run had shown
+   * (its last checkpoint) is appended to its thread, the text cut short marked interrupted; a
+   * stateless run keeps nothing.
+   * Returns the ids ended.
+   */
+  async reapLapsed(threadId?: string): Promise<string[]> {
+    const rows: Array<{ id: string }> = await this.db.query(
+      `WITH lapsed AS (
+         UPDATE runs SET status = 'error', error_code = 'INTERRUPTED',
+                error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()
+          WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
+          RETURNING id, thread_id, resource_id, checkpoint, stateless),
+       closed AS (
+         UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM lapsed) AND status <> 'done'),
+       owned AS (
+         SELECT l.id, l.thread_id, l.checkpoint FROM lapsed l
+           JOIN threads t ON t.id = l.thread_id AND t.resource_id = l.resource_id
+          WHERE l.checkpoint IS NOT NULL AND NOT l.stateless
+            FOR UPDATE OF t),
+       appended AS (
+         INSERT INTO messages (thread_id, id, position, role, body, run_id)
+         SELECT o.thread_id, x.m->>'id',
+                (SELECT COALESCE(max(position), 0) FROM messages WHERE thread_id = o.thread_id) + x.ord,
+                x.m->>'role', x.m, o.id
+           FROM owned o, jsonb_array_elements(o.checkpoint) WITH ORDINALITY AS x(m, ord)
+         ON CONFLICT (thread_id, id) DO NOTHING RETURNING thread_id),
+       touched AS (
+         UPDATE threads SET updated_at = now() WHERE id IN (SELECT thread_id FROM appended))
+       SELECT id FROM lapsed`,
+      [threadId ?? null],
+    );
+    return rows.map((r) => r.id);
   }
 }

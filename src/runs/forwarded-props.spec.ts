@@ -1,7 +1,13 @@
 import { DomainError } from '../common/errors';
 import { parseForwardedProps } from './forwarded-props';
 
-const ceilings = { maxTokens: 1000, maxSteps: 8, maxRetries: 3, maxLastMessages: 50 };
+const ceilings = {
+  maxTokens: 1000,
+  maxSteps: 8,
+  maxRetries: 3,
+  maxLastMessages: 50,
+  maxDisconnectGraceMs: 60_000,
+};
 const parse = (props?: Record<string, unknown>) => parseForwardedProps(props, ceilings);
 
 function problems(props: Record<string, unknown>): string[] {
@@ -35,6 +41,16 @@ describe('parseForwardedProps', () => {
     expect(names({})).toBe(false);
     expect(names({ memory: { resource: 'r' } })).toBe(false);
     expect(names({ memory: {}, memoryOptions: null, agentId: 'a' })).toBe(false);
+  });
+
+  it('reads disconnectGraceMs as an integer, clamped to 0 and the ceiling', () => {
+    expect(parse({ disconnectGraceMs: 5000 }).disconnectGraceMs).toBe(5000);
+    expect(parse({ disconnectGraceMs: 10_000_000 }).disconnectGraceMs).toBe(60_000);
+    expect(parse({ disconnectGraceMs: -5 }).disconnectGraceMs).toBe(0);
+    expect(parse({}).disconnectGraceMs).toBeUndefined();
+    expect(parse({ disconnectGraceMs: 5000 }).extras).toEqual({});
+    expect(problems({ disconnectGraceMs: '5000' })).toEqual(['forwardedProps.disconnectGraceMs']);
+    expect(problems({ disconnectGraceMs: 1.5 })).toEqual(['forwardedProps.disconnectGraceMs']);
   });
 
   it('refuses a memory.thread that is not the run threadId', () => {

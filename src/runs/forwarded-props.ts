@@ -15,6 +15,8 @@ export type ModelCeilings = {
   maxSteps: number;
   maxRetries: number;
   maxLastMessages: number;
+  /** The longest disconnect grace a client may ask for. */
+  maxDisconnectGraceMs: number;
 };
 
 /** What the bridge reads from `forwardedProps` (CONTRACT section 6); anything else goes to the agent as request context. */
@@ -27,6 +29,8 @@ export type RunOptions = {
   generateTitle: boolean;
   /** The request names memory (`memory.thread`, `memoryOptions` or `memory.options`): the run is stored in its thread. */
   namesMemory: boolean;
+  /** How long the run goes on once its client left, for a rejoin (`disconnectGraceMs`), clamped to the ceiling. */
+  disconnectGraceMs?: number;
   /** Absent also when the client sent `structuredOutput` without a schema. */
   structuredOutput?: { schema: Record<string, unknown> };
   extras: Record<string, unknown>;
@@ -39,6 +43,7 @@ const KNOWN = new Set([
   'memory',
   'modelSettings',
   'structuredOutput',
+  'disconnectGraceMs',
 ]);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -92,6 +97,7 @@ export function parseForwardedProps(
     return isObject(value) ? value : {};
   };
 
+  const disconnectGraceMs = number(p, 'disconnectGraceMs', 'forwardedProps', true);
   if (p.agentId !== undefined && typeof p.agentId !== 'string') {
     problems.push({ path: 'forwardedProps.agentId', message: 'must be a string' });
   }
@@ -157,6 +163,9 @@ export function parseForwardedProps(
     readOnly,
     generateTitle,
     namesMemory,
+    ...(disconnectGraceMs !== undefined
+      ? { disconnectGraceMs: clamp(disconnectGraceMs, 0, ceilings.maxDisconnectGraceMs) }
+      : {}),
     ...(structuredOutput ? { structuredOutput } : {}),
     extras: Object.fromEntries(Object.entries(p).filter(([key]) => !KNOWN.has(key))),
   };

@@ -3,6 +3,7 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DrainState } from '../ops/drain.service';
 import { LiveRuns } from './live-runs';
+import { RunStreams } from './run-streams.service';
 
 /**
  * SIGTERM: readiness goes red and new runs are refused; active runs get `SHUTDOWN_GRACE_MS` to
@@ -16,10 +17,13 @@ export class GracefulShutdown {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly drain: DrainState,
     private readonly runs: LiveRuns,
+    private readonly streams: RunStreams,
   ) {}
 
   async drainRuns(): Promise<void> {
     this.drain.begin();
+    // Streams following runs of other instances end now: their clients rejoin on another instance.
+    this.streams.closeFollowers();
     const deadline = Date.now() + this.config.shutdownGraceMs;
     this.log.log(`draining: ${this.runs.count} active run(s), up to ${this.config.shutdownGraceMs} ms`);
     while (this.runs.count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

@@ -89,6 +89,10 @@ export class RunExecution implements RunToolContext {
     return this.terminalShown;
   }
 
+  get runId(): string {
+    return this.prepared.input.runId;
+  }
+
   /** Aborted when the run stops; MastraRunner aborts the provider call with it. */
   get signal(): AbortSignal {
     return this.abort.signal;
@@ -108,6 +112,7 @@ export class RunExecution implements RunToolContext {
       this.stop(code, message),
     );
     this.release = this.deps.leases.hold(this.prepared.input.runId, {
+      resourceId: this.prepared.principal.resourceId,
       lost: () => this.stop('INTERRUPTED', 'The run was interrupted; please retry'),
       unrenewable: () => this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE),
       shown: () => this.shown,

@@ -2,13 +2,16 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { StoredMessage } from '../threads/message-format';
-import { RunsRepository } from './runs.repository';
+import { ConversationStore } from './conversation.store';
+import { HeldRun, RunsRepository } from './runs.repository';
 
 /** How often what a streaming run has shown is written down, at most (one statement for all runs). */
 export const CHECKPOINT_MS = 1000;
 
 /** A run this instance holds, as its lease sees it. */
 export type LeaseHolder = {
+  /** The run's owner: renewals and checkpoints are scoped by it, as every statement on a run. */
+  resourceId: string;
   /** Another instance ended the run (its lease lapsed meanwhile): it must stop at once. */
   lost: () => void;
   /** The lease could not be renewed in time (the database is down or frozen) and may lapse: stop. */
@@ -44,6 +47,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly runs: RunsRepository,
+    private readonly conversations: ConversationStore,
   ) {}
 
   get leaseMs(): number {
@@ -86,7 +90,10 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     }
     const ids = [...this.held.keys()];
     try {
-      const active = await this.runs.renewLeases(ids, this.leaseMs);
+      const active = await this.runs.renewLeases(
+        [...this.held].map(([id, held]) => ({ id, resourceId: held.resourceId })),
+        this.leaseMs,
+      );
       this.renewed(active, sent);
       this.notifyLost(ids, active);
     } catch (err) {
@@ -98,7 +105,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   private async checkpoint(): Promise<void> {
     if (this.checkpointing) return;
     const due: Array<[string, Held, number]> = [];
-    const checkpoints: Record<string, StoredMessage[]> = {};
+    const checkpoints: Array<HeldRun & { messages: StoredMessage[] }> = [];
     for (const [runId, held] of this.held) {
       const shown = held.shown();
       if (shown === held.written) continue;
@@ -106,7 +113,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
       // Nothing to keep yet (or a run that stores nothing): no write.
       if (!messages?.length) held.written = shown;
       else {
-        checkpoints[runId] = messages;
+        checkpoints.push({ id: runId, resourceId: held.resourceId, messages });
         due.push([runId, held, shown]);
       }
     }
@@ -151,7 +158,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async reap(): Promise<void> {
     try {
-      const ended = await this.runs.reapLapsed();
+      const ended = await this.conversations.reapLapsed();
       if (ended.length)
         this.log.warn(`marked ${ended.length} run(s) of stopped instances INTERRUPTED: ${ended.join(', ')}`);
     } catch (err) {

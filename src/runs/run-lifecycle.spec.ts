@@ -9,7 +9,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { EMPTY, from, lastValueFrom, Observable, Subject, Subscription, tap, throwError } from 'rxjs';
 import { z } from 'zod';
 import { ScriptedModel } from '../agents/scripted-model';
-import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
+import { AguiEvent, RUN_ERROR_CODES, RunErrorCode, UpstreamEvent } from './agui-events';
 import { MastraRunner } from './mastra-runner';
 import { MastraChunk, MastraToAgui, Outcome, translate, Translation } from './mastra-to-agui';
 import {
@@ -23,15 +23,7 @@ import {
 
 const THREAD = 'thread-1';
 const RUN = 'run-1';
-const ERROR_CODES: readonly RunErrorCode[] = [
-  'MODEL_ERROR',
-  'TOOL_RESULT_TIMEOUT',
-  'CANCELLED',
-  'STRUCTURED_OUTPUT_INVALID',
-  'SHUTTING_DOWN',
-  'INTERRUPTED',
-  'INTERNAL',
-];
+const ERROR_CODES: readonly RunErrorCode[] = RUN_ERROR_CODES;
 
 // ---------------------------------------------------------------------------------------------------
 // The checker: every guarantee of CONTRACT section 3, asserted on one run's output.

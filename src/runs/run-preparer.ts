@@ -36,6 +36,8 @@ export type PreparedRun = {
   structuredOutput?: { schema: Record<string, unknown> };
   /** Unknown forwardedProps keys: the agent's request context. */
   extras: Record<string, unknown>;
+  /** How long the run goes on once nobody reads it, for a reader to rejoin (0: it stops at once). */
+  disconnectGraceMs: number;
 };
 
 /** Checks a run request against the limits and resolves its agent, options and tools, before anything is stored. */
@@ -95,6 +97,9 @@ export class RunPreparer {
       generateTitle: options.generateTitle,
       ...(options.structuredOutput ? { structuredOutput: options.structuredOutput } : {}),
       extras: options.extras,
+      disconnectGraceMs:
+        options.disconnectGraceMs ??
+        Math.min(this.config.disconnectGrace.defaultMs, this.config.disconnectGrace.maxMs),
     };
   }
 

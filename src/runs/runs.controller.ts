@@ -1,11 +1,25 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res, UseGuards } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+  Res,
+  UseGuards,
+} from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBody,
   ApiExtraModels,
   ApiHeader,
+  ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiQuery,
   ApiTags,
   getSchemaPath,
 } from '@nestjs/swagger';
@@ -25,6 +39,7 @@ import { PinoLogger } from 'nestjs-pino';
 import { Metrics } from '../ops/metrics.service';
 import { RunRateLimitGuard } from './run-rate-limit.guard';
 import { SseWriter } from './sse-writer';
+import { RunStreams } from './run-streams.service';
 
 @ApiTags('runs')
 @ApiHeader({
@@ -42,6 +57,7 @@ import { SseWriter } from './sse-writer';
 export class RunsController {
   constructor(
     private readonly runs: RunsService,
+    private readonly streams: RunStreams,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
     private readonly pino: PinoLogger,
@@ -85,15 +101,16 @@ export class RunsController {
     else reply.raw.once('close', () => clientGone.abort());
     // Every log line of this run, in this request's context, names it.
     this.pino.assign({ runId: input.runId, threadId: input.threadId, resourceId: principal.resourceId });
-    const events$ = await this.runs.start(input, principal, clientGone.signal);
-    if (!events$) {
+    const run = await this.runs.start(input, principal, clientGone.signal);
+    if (!run) {
       // Nobody to answer: the run was recorded cancelled; Fastify must not try to send a reply.
       reply.hijack();
       return;
     }
     this.metrics.timedByController.add(reply.raw);
-    new SseWriter(reply, events$, this.config.heartbeatMs);
-    // SseWriter wrote RUN_STARTED synchronously; the whole request lasts until the stream ends.
+    const writer = new SseWriter(reply, this.writerOptions());
+    this.streams.open(input.runId, run.events$, run.disconnectGraceMs, run.abandon, writer);
+    // RUN_STARTED was written synchronously; the whole request lasts until the stream ends.
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     this.metrics.timeToFirstEvent.observe(seconds());
     reply.raw.once('close', () =>
@@ -102,6 +119,63 @@ export class RunsController {
         seconds(),
       ),
     );
+  }
+
+  /**
+   * Rejoins a run's stream, on any instance: the events after `Last-Event-ID` (or `?after=`), then
+   * live until the terminal event, the same bytes the run's other readers get.
+   */
+  @Get('runs/:runId/events')
+  @ApiOperation({
+    summary: "Rejoin a run's event stream (replay after Last-Event-ID, then live)",
+    description:
+      'The SSE stream of the run, as POST /run sends it (`id: <seq>`, `data: <AG-UI event>`): every event ' +
+      'after the sequence number in `Last-Event-ID` (or `?after=`; the header wins; none: from the first), then ' +
+      'the live events until the terminal one. Works on any instance, while the run runs and for ' +
+      'RUN_EVENTS_RETENTION_MS after it ended. Browser EventSource can use it as it is.',
+  })
+  @ApiHeader({
+    name: 'Last-Event-ID',
+    required: false,
+    description: 'The id of the last event the client has: the stream starts after it',
+  })
+  @ApiQuery({
+    name: 'after',
+    required: false,
+    type: Number,
+    description: 'As Last-Event-ID, for a first connection (EventSource cannot set headers)',
+  })
+  @ApiOkResponse({ description: "An SSE stream of the run's AG-UI events", content: RUN_STREAM_CONTENT })
+  @ApiNoContentResponse({
+    description: 'The run ended and the client has every event (an EventSource stops reconnecting)',
+  })
+  @ApiErrors({
+    VALIDATION_FAILED: 'Last-Event-ID or after is not a non-negative integer',
+    NOT_FOUND: "unknown run, or another owner's",
+    RUN_EVENTS_EXPIRED:
+      'the run ended longer than RUN_EVENTS_RETENTION_MS ago: its events are no longer kept',
+  })
+  async events(
+    @Param('runId') runId: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Query('after') afterParam: unknown,
+    @CurrentPrincipal() principal: Principal,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const after =
+      lastEventId !== undefined
+        ? sequenceNumber(lastEventId, 'Last-Event-ID')
+        : afterParam !== undefined
+          ? sequenceNumber(afterParam, 'after')
+          : 0;
+    this.pino.assign({ runId, resourceId: principal.resourceId });
+    const join = await this.streams.join(runId, principal, after);
+    if (join) join(new SseWriter(reply, this.writerOptions(), after));
+    else await reply.status(204).send();
+  }
+
+  private writerOptions() {
+    return { heartbeatMs: this.config.heartbeatMs, maxQueuedBytes: this.config.runEvents.maxQueuedBytes };
   }
 
   /** A frontend tool's result, delivered to the waiting run on whichever instance holds it. */
@@ -161,4 +235,15 @@ export class RunsController {
   getRun(@Param('runId') runId: string, @CurrentPrincipal() principal: Principal): Promise<RunView> {
     return this.runs.get(runId, principal);
   }
+}
+
+/** A sequence number as a client sends it: a non-negative decimal integer. */
+function sequenceNumber(value: unknown, name: string): number {
+  const text = typeof value === 'string' ? value.trim() : '';
+  if (!/^\d{1,15}$/.test(text)) {
+    throw new DomainError('VALIDATION_FAILED', `${name} must be a non-negative integer`, [
+      { path: name, message: 'must be a non-negative integer (the id of an event)' },
+    ]);
+  }
+  return Number(text);
 }

@@ -1,22 +1,18 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { AgentsModule } from '../agents/agents.module';
-import { ThreadsModule } from '../threads/threads.module';
-import { ConversationStore } from './conversation.store';
+import { RepositoriesModule } from '../database/repositories.module';
 import { GracefulShutdown } from './graceful-shutdown';
 import { LiveRuns } from './live-runs';
 import { MastraRunner } from './mastra-runner';
 import { RunLeases } from './run-leases';
 import { RunPreparer } from './run-preparer';
-import { Run } from './run.entity';
 import { RunsController } from './runs.controller';
-import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 import { FrontendToolBroker } from './frontend-tools.broker';
-import { ToolCallsRepository } from './tool-calls.repository';
+import { RunStreams } from './run-streams.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Run]), AgentsModule, ThreadsModule],
+  imports: [AgentsModule, RepositoriesModule],
   controllers: [RunsController],
   exports: [GracefulShutdown],
   providers: [
@@ -25,11 +21,9 @@ import { ToolCallsRepository } from './tool-calls.repository';
     RunPreparer,
     MastraRunner,
     LiveRuns,
-    RunsRepository,
-    ToolCallsRepository,
     FrontendToolBroker,
-    ConversationStore,
     RunLeases,
+    RunStreams,
   ],
 })
 export class RunsModule {}

@@ -23,6 +23,16 @@ import { RunLeases } from './run-leases';
 import { RunsRepository } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 
+/** A run that passed every check and was claimed: its events, and how it ends when nobody reads it. */
+export type StartedRun = {
+  /** Never errors: every failure becomes RUN_ERROR, after which it completes. Unsubscribing stops the run. */
+  events$: Observable<AguiEvent>;
+  /** How long the run goes on once its last reader left (forwardedProps.disconnectGraceMs or the default). */
+  disconnectGraceMs: number;
+  /** Stops the run as its client having left (RUN_ERROR CANCELLED still goes to the events). */
+  abandon: () => void;
+};
+
 /** Starts runs: refuses what can be refused before streaming, records the run, returns its event Observable. */
 @Injectable()
 export class RunsService {
@@ -64,7 +74,7 @@ export class RunsService {
     input: RunAgentInputDto,
     principal: Principal,
     clientGone?: AbortSignal,
-  ): Promise<Observable<AguiEvent> | undefined> {
+  ): Promise<StartedRun | undefined> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
     const prepared = this.preparer.prepare(input, principal);
     const claimed = await this.conversations.claim({
@@ -85,8 +95,9 @@ export class RunsService {
       await this.cancelUnstarted(prepared);
       return undefined;
     }
-    return new Observable<AguiEvent>((client) => {
-      const run = new RunExecution(prepared, this.deps);
+    let execution: RunExecution | undefined;
+    const events$ = new Observable<AguiEvent>((client) => {
+      const run = (execution = new RunExecution(prepared, this.deps));
       run.start();
       this.live.add(run);
       // Not the client's subscription: a run whose client left still records its end.
@@ -101,6 +112,10 @@ export class RunsService {
         if (!run.ended) run.stop('CANCELLED', 'The client disconnected');
       };
     });
+    const abandon = () => {
+      if (execution && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
+    };
+    return { events$, disconnectGraceMs: prepared.disconnectGraceMs, abandon };
   }
 
   /**

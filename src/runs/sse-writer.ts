@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import { Observable } from 'rxjs';
-import { AguiEvent } from './agui-events';
+import { Chunk, framesAfter } from './run-events.repository';
+import { FrameSink } from './run-log';
 
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -12,79 +12,143 @@ export const SSE_HEADERS = {
 
 const PING = ': ping\n\n';
 
+export type SseWriterOptions = {
+  heartbeatMs: number;
+  /** Frames queued behind a slow socket beyond which the stream stops taking them and reads storage. */
+  maxQueuedBytes: number;
+};
+
+/** What the stream's owner hears. */
+export type SseWriterHandlers = {
+  /** The socket closed (the client left, or the stream ended). */
+  closed?: () => void;
+  /** Too far behind: the writer dropped what it queued and takes no live chunks until it caught up. */
+  behind?: () => void;
+  /** The socket drained after falling behind: resume from `lastSeq`. */
+  drained?: () => void;
+};
+
 /**
- * Writes one run's events as SSE (CONTRACT section 3: `id: <seq>` then `data: <json>`, LF only).
- *
- * Events that arrive in the same event-loop turn are written together in one socket write, and
- * consecutive TEXT_MESSAGE_CONTENT deltas of one message among them are merged into one event: the
- * client sees the same text with fewer frames. This is what keeps the transport from being the
- * bottleneck (Nest's built-in `@Sse` pays a promise per event). The run already hands over one delta
- * per turn (RunExecution.bufferText); what this merges is the delta a text's end flushes early.
+ * One client's SSE stream of a run's frames (see RunLog): each chunk goes out in one socket write,
+ * in order and exactly once (a chunk overlapping what was sent is cut; one leaving a gap means the
+ * stream is behind). While the socket is slow, chunks queue up to `maxQueuedBytes`; past it the
+ * queue is dropped and the stream is `behind`: its owner detaches it from the live run and, once
+ * the socket drained, serves it from storage from `lastSeq`. Comments keep an idle stream alive.
  */
-export class SseWriter {
-  private seq = 0;
-  private pending: AguiEvent[] = [];
-  private flushScheduled = false;
+export class SseWriter implements FrameSink {
+  /** The last sequence number taken (written or queued). */
+  lastSeq: number;
+  /** The last sequence number handed to the socket. */
+  private sentSeq: number;
+  /** The stream ended with the run's terminal event, or the socket closed. */
+  finished = false;
+  /** Dropped live chunks: waits for the socket to drain, then catches up. */
+  isBehind = false;
+  handlers: SseWriterHandlers = {};
+  private queued: string[] = [];
+  private queuedBytes = 0;
   private waitingForDrain = false;
-  private finished = false;
+  private drainWaiters: Array<() => void> = [];
   private lastWriteAt = Date.now();
   private readonly heartbeat: NodeJS.Timeout;
   private readonly raw: ServerResponse;
 
-  constructor(reply: FastifyReply, events$: Observable<AguiEvent>, heartbeatMs: number) {
+  constructor(
+    reply: FastifyReply,
+    private readonly options: SseWriterOptions,
+    after = 0,
+  ) {
+    this.lastSeq = this.sentSeq = after;
     reply.hijack();
     this.raw = reply.raw;
     this.raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...SSE_HEADERS });
+    const { heartbeatMs } = options;
     this.heartbeat = setInterval(() => this.ping(heartbeatMs), Math.max(5, Math.floor(heartbeatMs / 2)));
     this.heartbeat.unref();
-    const subscription = events$.subscribe({
-      next: (event) => this.enqueue(event),
-      complete: () => this.end(),
-      error: () => this.end(),
-    });
-    // The socket closing before the run ended means the client went away: unsubscribing aborts the run.
     this.raw.once('close', () => {
       clearInterval(this.heartbeat);
-      if (!this.finished) {
-        this.finished = true;
-        subscription.unsubscribe();
-      }
+      this.finished = true;
+      this.drainWaiters.splice(0).forEach((resolve) => resolve());
+      this.handlers.closed?.();
     });
     this.raw.on('drain', () => {
       this.waitingForDrain = false;
-      if (this.pending.length) this.flush();
+      if (this.queued.length) this.write(this.queued.join(''));
+      this.sentSeq = this.lastSeq;
+      this.queued = [];
+      this.queuedBytes = 0;
+      if (!this.waitingForDrain) this.drainWaiters.splice(0).forEach((resolve) => resolve());
+      if (this.isBehind && !this.waitingForDrain) {
+        this.isBehind = false;
+        this.handlers.drained?.();
+      }
     });
   }
 
-  private enqueue(event: AguiEvent): void {
-    if (this.finished) return;
-    const last = this.pending[this.pending.length - 1];
-    if (
-      event.type === 'TEXT_MESSAGE_CONTENT' &&
-      last?.type === 'TEXT_MESSAGE_CONTENT' &&
-      last.messageId === event.messageId
-    ) {
-      // The pending event is this writer's own copy (see below): extend it in place.
-      last.delta += event.delta;
-    } else {
-      this.pending.push(event.type === 'TEXT_MESSAGE_CONTENT' ? { ...event } : event);
+  /** The socket takes no more for now: a reader of storage waits for {@link drained} before reading on. */
+  get congested(): boolean {
+    return this.waitingForDrain;
+  }
+
+  /** Resolves when the socket drained (or closed). */
+  drained(): Promise<void> {
+    if (!this.waitingForDrain || this.finished) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  push(chunk: Chunk): void {
+    if (this.finished || this.isBehind || chunk.last <= this.lastSeq) return;
+    if (chunk.first > this.lastSeq + 1) return this.fallBehind();
+    const frames = framesAfter(chunk, this.lastSeq);
+    this.lastSeq = chunk.last;
+    if (!this.waitingForDrain) {
+      this.sentSeq = this.lastSeq;
+      return this.write(frames);
     }
-    // The first event (RUN_STARTED) goes out at once, with the headers in the same write, before any engine work.
-    if (this.seq === 0) return this.flush();
-    if (!this.flushScheduled && !this.waitingForDrain) {
-      this.flushScheduled = true;
+    this.queued.push(frames);
+    this.queuedBytes += frames.length;
+    if (this.queuedBytes > this.options.maxQueuedBytes) {
+      // Dropped: the stream resumes after what the socket has.
+      this.lastSeq = this.sentSeq;
+      this.queued = [];
+      this.queuedBytes = 0;
+      this.fallBehind();
+    }
+  }
+
+  /** The run's log is complete: what is queued goes out, then the stream ends. */
+  end(): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearInterval(this.heartbeat);
+    if (this.raw.destroyed) return;
+    if (this.queued.length) this.raw.write(this.queued.join(''));
+    this.raw.end();
+  }
+
+  /** Ends the stream without a terminal event: the client reconnects with Last-Event-ID (a replica draining). */
+  close(): void {
+    this.isBehind = false;
+    this.queued = [];
+    this.end();
+  }
+
+  private fallBehind(): void {
+    this.isBehind = true;
+    this.handlers.behind?.();
+    if (!this.waitingForDrain) {
+      // Not actually waiting (a gap): catch up on the next turn.
       setImmediate(() => {
-        this.flushScheduled = false;
-        if (!this.waitingForDrain) this.flush();
+        if (this.isBehind && !this.finished) {
+          this.isBehind = false;
+          this.handlers.drained?.();
+        }
       });
     }
   }
 
-  private flush(): void {
-    if (!this.pending.length || this.raw.destroyed) return;
-    let frames = '';
-    for (const event of this.pending) frames += `id: ${++this.seq}\ndata: ${JSON.stringify(event)}\n\n`;
-    this.pending = [];
+  private write(frames: string): void {
+    if (this.raw.destroyed) return;
     this.lastWriteAt = Date.now();
     if (!this.raw.write(frames)) this.waitingForDrain = true;
   }
@@ -93,16 +157,5 @@ export class SseWriter {
     if (this.finished || this.waitingForDrain || Date.now() - this.lastWriteAt < heartbeatMs) return;
     this.lastWriteAt = Date.now();
     this.raw.write(PING);
-  }
-
-  private end(): void {
-    if (this.finished) return;
-    this.finished = true;
-    clearInterval(this.heartbeat);
-    if (this.raw.destroyed) return;
-    // The terminal event goes out now, with whatever is still pending, even while waiting for drain.
-    this.waitingForDrain = false;
-    this.flush();
-    this.raw.end();
   }
 }

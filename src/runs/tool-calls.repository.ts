@@ -21,8 +21,12 @@ export const EARLY_RESULTS_PER_RUN = 32;
 export const EARLY_RESULT_WAIT_MS = 2000;
 
 /**
- * Frontend tool calls and their posted results, every statement scoped by the run's owner (a post,
- * reaching the run by its id, by an OwnerScope, which may be any owner: see `idScope`). A row is
+ * The `run_tool_calls` table: frontend tool calls and their posted results. Every method takes the
+ * run's owner and scopes each of its statements by it through the run: the run's own resourceId for
+ * the run's own steps (register, take, abandon, pending), an OwnerScope, which may be any owner (see
+ * `idScope`), for a post that reaches the run by its id (submit, awaitRegistration). Another owner's
+ * calls are neither read nor written. A call's statements also move its run between `running` and
+ * `waiting_for_tool`, in the same statement, so the run's status always matches its calls. A row is
  * `pending` (registered, no result), `early` (result posted before the run registered the call),
  * `submitted` (both), then `done` (taken, abandoned, or the run ended). Registration and a post both
  * insert with ON CONFLICT on (run_id, tool_call_id), so whichever comes second completes the row.
@@ -45,7 +49,7 @@ export class ToolCallsRepository {
           WHERE run_tool_calls.status = 'early'
          RETURNING run_id, status)
        UPDATE runs SET status = 'waiting_for_tool', updated_at = now()
-        WHERE id = (SELECT run_id FROM call WHERE status = 'pending') AND status = 'running'`,
+        WHERE id = (SELECT run_id FROM call WHERE status = 'pending') AND resource_id = $4 AND status = 'running'`,
       [runId, toolCallId, toolName, resourceId],
     );
   }
@@ -63,10 +67,11 @@ export class ToolCallsRepository {
     toolCallId: string,
     result: ToolResult,
   ): Promise<'submitted' | 'early'> {
+    const resourceId = ownerParam(owner);
     return this.db.transaction(async (tx) => {
       const runs: Array<{ status: string }> = await tx.query(
         'SELECT status FROM runs WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)',
-        [runId, ownerParam(owner)],
+        [runId, resourceId],
       );
       if (!runs.length) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
       if (!isActiveStatus(runs[0].status)) {
@@ -75,7 +80,7 @@ export class ToolCallsRepository {
       // One upsert, not an UPDATE then a SELECT: it waits for a registration in flight instead of missing it.
       const stored: Array<{ status: string }> = await tx.query(
         `INSERT INTO run_tool_calls (run_id, tool_call_id, status, result, error, submitted_at)
-         VALUES ($1, $2, 'early', $3::jsonb, $4, now())
+         SELECT id, $2, 'early', $3::jsonb, $4, now() FROM runs WHERE id = $1 AND ($5::text IS NULL OR resource_id = $5)
          ON CONFLICT (run_id, tool_call_id) DO UPDATE
            SET status = 'submitted', result = EXCLUDED.result, error = EXCLUDED.error, submitted_at = now()
           WHERE run_tool_calls.status = 'pending'
@@ -85,6 +90,7 @@ export class ToolCallsRepository {
           toolCallId,
           result.error === undefined ? JSON.stringify(result.content ?? null) : null,
           result.error ?? null,
+          resourceId,
         ],
       );
       if (!stored.length) {
@@ -95,8 +101,9 @@ export class ToolCallsRepository {
       }
       if (stored[0].status === 'early') {
         const [{ early }]: Array<{ early: number }> = await tx.query(
-          `SELECT count(*)::int AS early FROM run_tool_calls WHERE run_id = $1 AND status = 'early'`,
-          [runId],
+          `SELECT count(*)::int AS early FROM run_tool_calls c JOIN runs r ON r.id = c.run_id
+            WHERE c.run_id = $1 AND c.status = 'early' AND ($2::text IS NULL OR r.resource_id = $2)`,
+          [runId, resourceId],
         );
         if (early > EARLY_RESULTS_PER_RUN) {
           throw new DomainError('NOT_FOUND', `Tool call '${toolCallId}' not found in run '${runId}'`);
@@ -186,7 +193,7 @@ export class ToolCallsRepository {
     await this.db.query(
       `UPDATE runs SET status = 'running', updated_at = now()
         WHERE id = $1 AND resource_id = $2 AND status = 'waiting_for_tool'
-          AND NOT EXISTS (SELECT 1 FROM run_tool_calls WHERE run_id = $1 AND status = 'pending')`,
+          AND NOT EXISTS (SELECT 1 FROM run_tool_calls WHERE run_id = runs.id AND status = 'pending')`,
       [runId, resourceId],
     );
   }

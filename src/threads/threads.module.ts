@@ -1,13 +1,12 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
+import { RepositoriesModule } from '../database/repositories.module';
 import { ThreadsController } from './threads.controller';
-import { ThreadsRepository } from './threads.repository';
 import { ThreadsService } from './threads.service';
 
 @Module({
-  imports: [AgentsModule],
+  imports: [AgentsModule, RepositoriesModule],
   controllers: [ThreadsController],
-  providers: [ThreadsService, ThreadsRepository],
-  exports: [ThreadsRepository],
+  providers: [ThreadsService],
 })
 export class ThreadsModule {}

@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, QueryFailedError } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { OwnerScope, ownerParam } from '../auth/principal';
-import { ACTIVE } from '../runs/run.entity';
-import { StoredMessage } from './message-format';
 
 export type ThreadRow = {
   id: string;
@@ -17,23 +15,13 @@ export type ThreadRow = {
   updatedKey: string;
 };
 
-export type MessageRow = { id: string; position: string; body: StoredMessage; createdAt: Date };
-
 const THREAD_COLUMNS = `id, resource_id AS "resourceId", agent_id AS "agentId", title, metadata,
   created_at AS "createdAt", updated_at AS "updatedAt", updated_at::text AS "updatedKey"`;
 
-const UNIQUE_VIOLATION = '23505';
-
-export function isUniqueViolation(err: unknown, constraint?: string): boolean {
-  if (!(err instanceof QueryFailedError)) return false;
-  const driver = err.driverError as { code?: string; constraint?: string };
-  return driver?.code === UNIQUE_VIOLATION && (constraint === undefined || driver.constraint === constraint);
-}
-
 /**
- * Threads and messages. Every method that reads or writes them takes the owner's resourceId and
- * filters on it in SQL: another owner's thread behaves exactly like a missing one. Those a route
- * reaches by id alone take an OwnerScope, which may be any owner (see `idScope`).
+ * The `threads` table. Every method takes the owner's resourceId and filters on it in SQL: another
+ * owner's thread behaves exactly like a missing one. Those a route reaches by id alone take an
+ * OwnerScope, which may be any owner (see `idScope`). A thread's messages: MessagesRepository.
  */
 @Injectable()
 export class ThreadsRepository {
@@ -122,45 +110,6 @@ export class ThreadsRepository {
       [id, resourceId],
     );
     return rows.length > 0;
-  }
-
-  /** The latest `limit` messages before position `before` (exclusive), oldest first. */
-  async messages(
-    threadId: string,
-    resourceId: string,
-    opts: { limit: number; before?: string },
-  ): Promise<MessageRow[]> {
-    const rows: MessageRow[] = await this.db.query(
-      `SELECT m.id, m.position::text AS position, m.body, m.created_at AS "createdAt"
-         FROM messages m JOIN threads t ON t.id = m.thread_id
-        WHERE m.thread_id = $1 AND t.resource_id = $2 AND ($4::bigint IS NULL OR m.position < $4::bigint)
-        ORDER BY m.position DESC LIMIT $3`,
-      [threadId, resourceId, opts.limit, opts.before ?? null],
-    );
-    return rows.reverse();
-  }
-
-  /** Results of these tool calls stored in the thread (for `ui` parts whose result is on another page). */
-  async toolResults(threadId: string, resourceId: string, toolCallIds: string[]): Promise<MessageRow[]> {
-    if (!toolCallIds.length) return [];
-    return this.db.query(
-      `SELECT m.id, m.position::text AS position, m.body, m.created_at AS "createdAt"
-         FROM messages m JOIN threads t ON t.id = m.thread_id
-        WHERE m.thread_id = $1 AND t.resource_id = $2 AND m.role = 'tool' AND m.body->>'toolCallId' = ANY($3::text[])`,
-      [threadId, resourceId, toolCallIds],
-    );
-  }
-
-  /**
-   * The active run of the owner's thread, if any (a deleted thread's run is cancelled first); a
-   * stateless run that merely shares the id is not the thread's.
-   */
-  async activeRunId(threadId: string, resourceId: string): Promise<string | undefined> {
-    const rows: Array<{ id: string }> = await this.db.query(
-      `SELECT id FROM runs WHERE thread_id = $1 AND resource_id = $2 AND NOT stateless AND ${ACTIVE}`,
-      [threadId, resourceId],
-    );
-    return rows[0]?.id;
   }
 
   /** Titles the owner's thread, unless it got a title meanwhile. */

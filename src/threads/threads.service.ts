@@ -13,7 +13,9 @@ import {
   ThreadView,
   UpdateThreadDto,
 } from './dto/thread.dto';
+import { RunsRepository } from '../runs/runs.repository';
 import { toUiMessages } from './message-format';
+import { MessagesRepository } from './messages.repository';
 import { ThreadRow, ThreadsRepository } from './threads.repository';
 
 function view(row: ThreadRow): ThreadView {
@@ -50,6 +52,8 @@ function decodeCursor(cursor: string): { updatedKey: string; id: string } {
 export class ThreadsService {
   constructor(
     private readonly threads: ThreadsRepository,
+    private readonly threadMessages: MessagesRepository,
+    private readonly runs: RunsRepository,
     private readonly agents: AgentsService,
     private readonly notifications: PgNotifications,
   ) {}
@@ -102,7 +106,7 @@ export class ThreadsService {
   /** Deletes the thread and its messages, after asking its active run (on any instance) to stop. */
   async delete(id: string, principal: Principal): Promise<void> {
     const { resourceId } = await this.scoped(id, principal, 'write');
-    const runId = await this.threads.activeRunId(id, resourceId);
+    const runId = await this.runs.activeRunOfThread(id, resourceId);
     if (runId) await this.notifications.notify('io_bridge_run_cancel', runId);
     if (!(await this.threads.delete(id, resourceId))) throw notFound(id);
   }
@@ -110,7 +114,7 @@ export class ThreadsService {
   async messages(id: string, query: ListMessagesQueryDto, principal: Principal): Promise<MessagesPage> {
     const { resourceId } = await this.scoped(id, principal, 'read');
     const limit = query.limit ?? 100;
-    const rows = await this.threads.messages(id, resourceId, {
+    const rows = await this.threadMessages.list(id, resourceId, {
       limit: limit + 1,
       before: query.before,
     });
@@ -122,7 +126,7 @@ export class ThreadsService {
       .flatMap((r) => (r.body.toolCalls ?? []).map((c) => c.id))
       .filter((c) => !answered.has(c));
     // Results stored on a newer page than their call still show on the call's part.
-    const later = await this.threads.toolResults(id, resourceId, missing);
+    const later = await this.threadMessages.toolResults(id, resourceId, missing);
     return { messages: toUiMessages(id, page, later), nextCursor };
   }
 

@@ -1,22 +1,11 @@
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
-import type { AguiEvent, AguiEventType, RunErrorCode } from '../agui-events';
+import { RUN_ERROR_CODES, type AguiEvent, type AguiEventType, type RunErrorCode } from '../agui-events';
 import { ANY_JSON_VALUE } from './run-agent-input.dto';
 
 /** The AG-UI events of a run's stream (CONTRACT section 3), as OpenAPI models: documentation only. */
 
 const TIMESTAMP = { type: 'integer', description: 'Epoch milliseconds', example: 1767225600000 } as const;
 const type = (name: AguiEventType) => ({ enum: [name], description: 'The event type' });
-
-const RUN_ERROR_CODES = Object.keys({
-  MODEL_ERROR: 1,
-  TOOL_RESULT_TIMEOUT: 1,
-  CANCELLED: 1,
-  STRUCTURED_OUTPUT_INVALID: 1,
-  SHUTTING_DOWN: 1,
-  INTERRUPTED: 1,
-  SERVICE_UNAVAILABLE: 1,
-  INTERNAL: 1,
-} satisfies Record<RunErrorCode, 1>);
 
 export class RunStartedEvent {
   @ApiProperty(type('RUN_STARTED')) type: 'RUN_STARTED';
@@ -41,7 +30,7 @@ export class RunErrorEvent {
   @ApiProperty(type('RUN_ERROR')) type: 'RUN_ERROR';
   @ApiProperty(TIMESTAMP) timestamp: number;
   @ApiProperty({ description: 'Safe to show a user' }) message: string;
-  @ApiProperty({ enum: RUN_ERROR_CODES, enumName: 'RunErrorCode' }) code: RunErrorCode;
+  @ApiProperty({ enum: [...RUN_ERROR_CODES], enumName: 'RunErrorCode' }) code: RunErrorCode;
 }
 
 export class StepStartedEvent {

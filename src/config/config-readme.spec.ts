@@ -1,0 +1,55 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { loadConfig, Variable, VARIABLES } from './config';
+import { configTableRows, readConfigTables, README_SECTIONS, writeConfigTables } from './config-readme';
+
+const README = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+const definitions = Object.entries(VARIABLES as Record<string, Variable>);
+
+describe("README's configuration tables and the variable definitions", () => {
+  it('list exactly the variables defined, with the same defaults and meanings (npm run config:readme writes them)', () => {
+    expect(readConfigTables(README)).toEqual(README_SECTIONS.map(configTableRows));
+  });
+
+  it('every variable appears once, in the table of its section', () => {
+    const listed = readConfigTables(README)
+      .flat()
+      .flatMap(([names]) => [...names.matchAll(/`([A-Z0-9_<>]+)`/g)].map((m) => m[1]));
+    const defined = [...definitions.map(([name]) => name), 'AGENT_<ID>_MODEL', 'AGENT_<ID>_INSTRUCTIONS'];
+    expect([...listed].sort()).toEqual([...defined].sort());
+  });
+
+  it('the Default column is the default loadConfig applies', () => {
+    const defaults = loadConfig({});
+    const shown = new Map(
+      readConfigTables(README)
+        .flat()
+        .map(([name, value]) => [name, value]),
+    );
+    for (const [name, variable] of definitions) {
+      if (!(variable.schema instanceof z.ZodDefault)) {
+        expect({ name, shown: shown.get(`\`${name}\``) }).toEqual({
+          name,
+          shown: expect.not.stringMatching(/^`/),
+        });
+        continue;
+      }
+      const at = typeof variable.at === 'string' ? variable.at : variable.at?.[0];
+      const value = at?.split('.').reduce<any>((node, key) => node[key], defaults);
+      if (at)
+        expect({ name, shown: shown.get(`\`${name}\``) }).toEqual({ name, shown: `\`${String(value)}\`` });
+    }
+  });
+
+  it('writing the tables into the README changes no row', () => {
+    expect(readConfigTables(writeConfigTables(README))).toEqual(readConfigTables(README));
+  });
+
+  it('each variable has a meaning, and no two variables fill the same place of AppConfig', () => {
+    const places = definitions.flatMap(([, v]) => (v.at === undefined ? [] : [v.at].flat()));
+    expect(places.length).toBe(new Set(places).size);
+    for (const [name, variable] of definitions)
+      expect({ name, doc: variable.doc.length > 0 }).toEqual({ name, doc: true });
+  });
+});

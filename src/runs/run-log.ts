@@ -1,0 +1,180 @@
+import { Observable, Subscription } from 'rxjs';
+import { AguiEvent } from './agui-events';
+import { Chunk } from './run-events.repository';
+
+/** One SSE frame (CONTRACT section 3): `id: <seq>` then `data: <json>`, LF only. */
+export const frame = (seq: number, event: AguiEvent): string =>
+  `id: ${seq}\ndata: ${JSON.stringify(event)}\n\n`;
+
+/** The events of frames written by {@link frame}, in order. */
+export function parseFrames(frames: string): AguiEvent[] {
+  return frames
+    .split('\n\n')
+    .filter(Boolean)
+    .map((f) => JSON.parse(f.slice(f.indexOf('\ndata: ') + 7)) as AguiEvent);
+}
+
+const isTerminal = (event: AguiEvent) => event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR';
+
+/** Whoever receives a run's frames: a client's stream. */
+export interface FrameSink {
+  /** Frames of consecutive events; the first may repeat some the sink already has. */
+  push(chunk: Chunk): void;
+  /** The run's log is complete: nothing follows. */
+  end(): void;
+}
+
+export type RunLogOptions = {
+  /** How long the run goes on once its last reader left, for someone to rejoin; 0: it stops at once. */
+  graceMs: number;
+  /** Nobody reads the run any more (and nobody rejoined within the grace): stop it. */
+  abandon: () => void;
+  /** A chunk was framed (or the log completed): the store decides when it is written. */
+  produced: (log: RunLog) => void;
+};
+
+/**
+ * One live run's events as its readers get them, on the instance that runs it. Events of one
+ * event-loop turn become one chunk of frames, numbered once (consecutive TEXT_MESSAGE_CONTENT
+ * deltas of one message merged into one event, as the client sees the same text with fewer frames),
+ * so the original stream and every joiner get the same bytes. The first event (RUN_STARTED) is
+ * framed at once, so it goes out with the headers. Chunks stay in memory until they are stored;
+ * a reader further back reads storage first.
+ */
+export class RunLog {
+  /** The last sequence number framed. */
+  seq = 0;
+  /** Every event up to this one is stored. */
+  storedSeq = 0;
+  /** Framed, not yet stored, in order: every event after `storedSeq`. */
+  unstored: Chunk[] = [];
+  /** The terminal event was framed (or the events ended): nothing follows. */
+  complete = false;
+  /** A write of this log's chunks is in flight (the store writes one at a time per run). */
+  writing = false;
+  private pending: AguiEvent[] = [];
+  private flushScheduled = false;
+  private readonly sinks = new Set<FrameSink>();
+  private readers = 0;
+  private grace: NodeJS.Timeout | undefined;
+  private subscription: Subscription | undefined;
+
+  constructor(
+    readonly runId: string,
+    private readonly options: RunLogOptions,
+  ) {}
+
+  /** Starts taking the run's events (the first reader is attached before, so it gets RUN_STARTED at once). */
+  start(events$: Observable<AguiEvent>): void {
+    this.subscription = events$.subscribe({
+      next: (event) => this.enqueue(event),
+      complete: () => this.finish(),
+      error: () => this.finish(),
+    });
+  }
+
+  /** Whether memory holds every event after `seq`, so a reader there can be attached live. */
+  covers(seq: number): boolean {
+    return seq >= this.storedSeq;
+  }
+
+  /**
+   * Sends `sink` the events after `after` held in memory (the caller checked {@link covers}), then
+   * every new chunk as it is framed, until the log completes or the sink is detached.
+   */
+  attach(sink: FrameSink, after: number): void {
+    for (const chunk of this.unstored) if (chunk.last > after) sink.push(chunk);
+    if (this.complete) sink.end();
+    else this.sinks.add(sink);
+  }
+
+  detach(sink: FrameSink): void {
+    this.sinks.delete(sink);
+  }
+
+  /** Someone reads the run (a stream here, or a follower on another instance); the release says it stopped. */
+  addReader(): () => void {
+    this.readers++;
+    clearTimeout(this.grace);
+    this.grace = undefined;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.readers === 0 && !this.complete) this.idle();
+    };
+  }
+
+  /** Everything up to `seq` is stored: its chunks leave memory. */
+  stored(seq: number): void {
+    this.storedSeq = Math.max(this.storedSeq, seq);
+    while (this.unstored.length && this.unstored[0].last <= this.storedSeq) this.unstored.shift();
+  }
+
+  /** Stops taking events (the instance is closing and the run's end could not be kept). */
+  close(): void {
+    clearTimeout(this.grace);
+    this.subscription?.unsubscribe();
+  }
+
+  private idle(): void {
+    if (this.options.graceMs <= 0) return this.options.abandon();
+    this.grace = setTimeout(() => {
+      this.grace = undefined;
+      if (this.readers === 0 && !this.complete) this.options.abandon();
+    }, this.options.graceMs);
+    this.grace.unref();
+  }
+
+  private enqueue(event: AguiEvent): void {
+    if (this.complete) return;
+    const last = this.pending[this.pending.length - 1];
+    if (
+      event.type === 'TEXT_MESSAGE_CONTENT' &&
+      last?.type === 'TEXT_MESSAGE_CONTENT' &&
+      last.messageId === event.messageId
+    ) {
+      // The pending event is this log's own copy (see below): extend it in place.
+      last.delta += event.delta;
+    } else {
+      this.pending.push(event.type === 'TEXT_MESSAGE_CONTENT' ? { ...event } : event);
+    }
+    if (this.seq === 0) return this.flush();
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush();
+      });
+    }
+  }
+
+  private flush(): void {
+    if (!this.pending.length) return;
+    const first = this.seq + 1;
+    let frames = '';
+    for (const event of this.pending) frames += frame(++this.seq, event);
+    const chunk: Chunk = {
+      first,
+      last: this.seq,
+      frames,
+      terminal: isTerminal(this.pending[this.pending.length - 1]),
+    };
+    this.pending = [];
+    this.unstored.push(chunk);
+    for (const sink of this.sinks) sink.push(chunk);
+    if (chunk.terminal) this.finish();
+    else this.options.produced(this);
+  }
+
+  private finish(): void {
+    if (this.complete) return;
+    this.flush();
+    if (this.complete) return;
+    this.complete = true;
+    clearTimeout(this.grace);
+    for (const sink of this.sinks) sink.end();
+    this.sinks.clear();
+    this.options.produced(this);
+  }
+}
