@@ -10,6 +10,7 @@ import 'reflect-metadata';
 import { benchThreads, formatThreadsBench } from './threads-bench';
 import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { WarmConnections } from './lean-client';
+import { benchResume, formatResume } from './resume-bench';
 import { engineFirstDeltaRound, engineMemory, engineRun } from './engine-bench';
 import type { EngineAgent, EngineMemory } from './engine-bench';
 import { differenceAtMost, formatRatios, ratioAtLeast, ratioAtMost } from './ratios';
@@ -774,7 +775,9 @@ async function main(): Promise<void> {
   const { agent } = app.get(AgentsService).get('assistant');
 
   const progress = (what: string) => process.stderr.write(`... ${what}\n`);
-  const only = new Set((process.env.BENCH_ONLY ?? 'throughput,latency,memory,threads,tools').split(','));
+  const only = new Set(
+    (process.env.BENCH_ONLY ?? 'throughput,latency,memory,threads,tools,resume').split(','),
+  );
   try {
     progress('warming up');
     for (let i = 0; i < 20; i++) await fetchRun(runUrl, `/bench ${CONCURRENT_DELTAS}`);
@@ -840,6 +843,23 @@ async function main(): Promise<void> {
         await second.close();
       }
     }
+    let resume: string | undefined;
+    if (only.has('resume')) {
+      progress('resume: joiners of live runs, on the same instance and on another one');
+      const second = await createApp(config);
+      await second.listen(0, '127.0.0.1');
+      try {
+        const portB = (second.getHttpServer().address() as AddressInfo).port;
+        resume = formatResume(
+          await benchResume(
+            `http://127.0.0.1:${port}${config.prefix}`,
+            `http://127.0.0.1:${portB}${config.prefix}`,
+          ),
+        );
+      } finally {
+        await second.close();
+      }
+    }
     let threads: string | undefined;
     if (only.has('threads')) {
       progress('threads: list and read latency with 100,000 threads and a 1,000-message thread');
@@ -853,6 +873,7 @@ async function main(): Promise<void> {
     if (latency) printLatency(latency);
     if (mem) printMemory(mem, engineMem);
     if (tools) console.log(`\n${tools}`);
+    if (resume) console.log(`\n${resume}`);
     if (threads) console.log(threads);
     const ratios = issue14Ratios(subjects, latency, mem, engineMem);
     if (ratios.length)
