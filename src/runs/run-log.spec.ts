@@ -1,0 +1,174 @@
+import { Subject } from 'rxjs';
+import { AguiEvent } from './agui-events';
+import { Chunk, framesAfter } from './run-events.repository';
+import { frame, FrameSink, parseFrames, RunLog } from './run-log';
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+const started: AguiEvent = { type: 'RUN_STARTED', timestamp: 1, threadId: 't', runId: 'r' };
+const text = (delta: string): AguiEvent => ({
+  type: 'TEXT_MESSAGE_CONTENT',
+  timestamp: 2,
+  messageId: 'm',
+  delta,
+});
+const finished: AguiEvent = { type: 'RUN_FINISHED', timestamp: 3, threadId: 't', runId: 'r' };
+
+/** A sink that keeps what it is given. */
+class Collected implements FrameSink {
+  chunks: Chunk[] = [];
+  ended = false;
+  push(chunk: Chunk): void {
+    this.chunks.push(chunk);
+  }
+  end(): void {
+    this.ended = true;
+  }
+  get frames(): string {
+    return this.chunks.map((c) => c.frames).join('');
+  }
+}
+
+function openLog(graceMs = 0) {
+  const events$ = new Subject<AguiEvent>();
+  const abandoned: number[] = [];
+  const produced: number[] = [];
+  const log = new RunLog('r', {
+    graceMs,
+    abandon: () => abandoned.push(Date.now()),
+    produced: (l) => produced.push(l.seq),
+  });
+  return { log, events$, abandoned, produced };
+}
+
+describe('RunLog', () => {
+  it('frames RUN_STARTED at once, then one chunk per event-loop turn with deltas of one message merged', async () => {
+    const { log, events$, produced } = openLog();
+    const sink = new Collected();
+    log.attach(sink, 0);
+    log.start(events$);
+    events$.next(started);
+    expect(sink.chunks).toEqual([{ first: 1, last: 1, frames: frame(1, started), terminal: false }]);
+    events$.next(text('Hel'));
+    events$.next(text('lo'));
+    expect(sink.chunks).toHaveLength(1);
+    await turn();
+    expect(sink.chunks[1]).toEqual({ first: 2, last: 2, frames: frame(2, text('Hello')), terminal: false });
+    events$.next(text('!'));
+    events$.next(finished);
+    events$.complete();
+    expect(sink.chunks[2]).toEqual({
+      first: 3,
+      last: 4,
+      frames: frame(3, text('!')) + frame(4, finished),
+      terminal: true,
+    });
+    expect(sink.ended).toBe(true);
+    expect(log.complete).toBe(true);
+    expect(produced).toEqual([1, 2, 4]);
+    expect(parseFrames(sink.frames).map((e) => e.type)).toEqual([
+      'RUN_STARTED',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_CONTENT',
+      'RUN_FINISHED',
+    ]);
+  });
+
+  it('gives a reader attached later what memory holds after its position, then the same chunks as the first', async () => {
+    const { log, events$ } = openLog();
+    const first = new Collected();
+    log.attach(first, 0);
+    log.start(events$);
+    events$.next(started);
+    events$.next(text('a'));
+    await turn();
+    events$.next(text('b'));
+    await turn();
+    const late = new Collected();
+    expect(log.covers(1)).toBe(true);
+    log.attach(late, 1);
+    events$.next(finished);
+    events$.complete();
+    // The late reader got every chunk ending after 1 (a chunk may start before: the writer cuts it).
+    expect(late.chunks.map((c) => [c.first, c.last])).toEqual([
+      [2, 2],
+      [3, 3],
+      [4, 4],
+    ]);
+    expect(first.frames.endsWith(late.frames)).toBe(true);
+    expect(late.ended).toBe(true);
+  });
+
+  it('drops stored chunks from memory; a position before them is no longer covered', async () => {
+    const { log, events$ } = openLog();
+    log.start(events$);
+    events$.next(started);
+    events$.next(text('a'));
+    await turn();
+    log.stored(1);
+    expect(log.unstored.map((c) => c.first)).toEqual([2]);
+    expect(log.covers(0)).toBe(false);
+    expect(log.covers(1)).toBe(true);
+  });
+
+  it('abandons the run at once when its last reader leaves without a grace period, never while one reads', () => {
+    const { log, events$, abandoned } = openLog(0);
+    log.start(events$);
+    const one = log.addReader();
+    const two = log.addReader();
+    one();
+    one();
+    expect(abandoned).toHaveLength(0);
+    two();
+    expect(abandoned).toHaveLength(1);
+  });
+
+  it('with a grace period, abandons only if nobody came back within it', async () => {
+    jest.useFakeTimers();
+    try {
+      const { log, events$, abandoned } = openLog(1000);
+      log.start(events$);
+      log.addReader()();
+      jest.advanceTimersByTime(900);
+      const back = log.addReader();
+      jest.advanceTimersByTime(5000);
+      expect(abandoned).toHaveLength(0);
+      back();
+      jest.advanceTimersByTime(999);
+      expect(abandoned).toHaveLength(0);
+      jest.advanceTimersByTime(1);
+      expect(abandoned).toHaveLength(1);
+    } finally {
+      jest.useRealTimers();
+    }
+    await turn();
+  });
+
+  it('never abandons a run whose log is complete', () => {
+    const { log, events$, abandoned } = openLog(0);
+    const release = log.addReader();
+    log.start(events$);
+    events$.next(started);
+    events$.next(finished);
+    events$.complete();
+    release();
+    expect(abandoned).toHaveLength(0);
+  });
+});
+
+describe('framesAfter', () => {
+  const chunk: Chunk = {
+    first: 5,
+    last: 7,
+    frames: frame(5, text('a')) + frame(6, text('b\n\nid: 7\n')) + frame(7, finished),
+    terminal: true,
+  };
+
+  it('cuts a chunk at the frame after the position, whatever the JSON holds', () => {
+    expect(framesAfter(chunk, 4)).toBe(chunk.frames);
+    expect(framesAfter(chunk, 5)).toBe(frame(6, text('b\n\nid: 7\n')) + frame(7, finished));
+    expect(framesAfter(chunk, 6)).toBe(frame(7, finished));
+    expect(framesAfter(chunk, 7)).toBe('');
+    expect(framesAfter(chunk, 100)).toBe('');
+  });
+});
