@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { RunEventsRepository } from '../src/runs/run-events.repository';
 import { db, endedRunRow, eventually, runRow, startApp, TestApp } from './support/app';
 import { launchChromium } from './support/chromium';
@@ -283,6 +284,77 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
     expect(await stored(old.runId)).toBe(0);
     expect(await stored(fresh.runId)).toBeGreaterThan(0);
   });
+
+  it('serves a stream too far behind a live run from storage, and it still gets every byte once', async () => {
+    const slow = await startApp({
+      STREAM_MAX_QUEUED_BYTES: '65536',
+      RUN_EVENTS_FLUSH_MS: '20',
+      MAX_BODY_BYTES: String(32 * 1024 * 1024),
+    });
+    try {
+      const metric = async () => {
+        const text = await (await fetch(`${slow.baseUrl}/metrics`)).text();
+        return Number(/^io_bridge_run_stream_catchups_total (\d+)/m.exec(text)?.[1] ?? 0);
+      };
+      const before = await metric();
+      // A long answer (5 MB, more than the kernel buffers of a loopback connection take), followed live by a raw socket that then stops reading for a while.
+      const input = runInput(
+        '/slow 1 ' + Array.from({ length: 1300 }, (_, i) => `word${i}-${'x'.repeat(4000)}`).join(' '),
+      );
+      // Read as plain text: parsing 5 MB of frames as they come would take this process's CPU from the server.
+      const res = await postRun(slow.runUrl, input);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let originalRaw = '';
+      while (!originalRaw.includes('TEXT_MESSAGE_CONTENT')) {
+        originalRaw += decoder.decode((await reader.read()).value, { stream: true });
+      }
+      const originalDone = (async () => {
+        for (let r = await reader.read(); !r.done; r = await reader.read()) {
+          originalRaw += decoder.decode(r.value, { stream: true });
+        }
+      })();
+      const url = new URL(eventsUrl(slow, input.runId));
+      const socket = connect(Number(url.port), url.hostname);
+      const received: Buffer[] = [];
+      let receivedBytes = 0;
+      socket.on('data', (d: Buffer) => {
+        received.push(d);
+        receivedBytes += d.length;
+      });
+      socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\n\r\n`);
+      // Reading live first (the stream is attached to the run), then not at all: the kernel buffers and
+      // STREAM_MAX_QUEUED_BYTES fill up, and the stream is detached from the live run.
+      await eventually(() => Promise.resolve(receivedBytes > 200_000 ? true : undefined), 20_000);
+      socket.pause();
+      await eventually(async () => ((await metric()) > before ? true : undefined), 30_000);
+      socket.resume();
+      // The response ends with the chunked encoding's last chunk (the connection itself is kept alive).
+      await eventually(
+        () => Promise.resolve(Buffer.concat(received).subarray(-5).toString() === '0\r\n\r\n' || undefined),
+        30_000,
+      );
+      await originalDone;
+      socket.destroy();
+      const response = Buffer.concat(received).toString('utf8');
+      const body = response.slice(response.indexOf('\r\n\r\n') + 4);
+      // Chunked transfer encoding: the SSE bytes are the chunks' payloads.
+      let sse = '';
+      for (let at = 0; at < body.length;) {
+        const eol = body.indexOf('\r\n', at);
+        const size = parseInt(body.slice(at, eol), 16);
+        if (!size) break;
+        sse += body.slice(eol + 2, eol + 2 + size);
+        at = eol + 2 + size + 2;
+      }
+      expect(originalRaw.endsWith('\n\n')).toBe(true);
+      // Compared as booleans: a diff of two 5 MB strings would take jest minutes.
+      const [got, want] = [withoutPings(sse), withoutPings(originalRaw)];
+      expect({ length: got.length, same: got === want }).toEqual({ length: want.length, same: true });
+    } finally {
+      await slow.close();
+    }
+  }, 60_000);
 });
 
 describe('a browser EventSource on GET /runs/:runId/events', () => {

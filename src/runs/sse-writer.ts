@@ -85,9 +85,13 @@ export class SseWriter implements FrameSink {
     });
   }
 
-  /** The socket takes no more for now: a reader of storage waits for {@link drained} before reading on. */
+  /**
+   * Half the queue allowed is taken: a reader of storage waits for {@link drained} before sending
+   * more, so it goes at the socket's pace without ever falling behind (waiting for a full drain after
+   * every chunk would cost a round of TCP acknowledgements each).
+   */
   get congested(): boolean {
-    return this.waitingForDrain;
+    return this.waitingForDrain && this.queuedBytes >= this.options.maxQueuedBytes / 2;
   }
 
   /** Resolves when the socket drained (or closed). */
