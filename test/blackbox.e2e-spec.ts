@@ -1,6 +1,7 @@
 import { clientFor, kitId, runBody } from './conformance/http';
 import { FRONTEND_TOOL } from './conformance/options';
 import { defineConformanceSuite, expectErrorEnvelope } from './conformance/suite';
+import { readRun } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 import { BuiltService, startBuiltService } from './support/built-service';
 
@@ -92,6 +93,26 @@ describe('the built service (node dist/src/main.js), black-box over HTTP', () =>
         status: 'finished',
         pendingToolCalls: [],
       });
+    });
+
+    test('GET /runs/:runId/events: a joiner mid-run and a replay get the same bytes as the run; Last-Event-ID, 204, 404, 400', async () => {
+      const input = runBody('/slow 40 one two three four five six', undefined);
+      const live = await client().openRun(input);
+      await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
+      const events = (query = '', headers: Record<string, string> = {}) =>
+        client().request(`/runs/${encodeURIComponent(input.runId)}/events${query}`, { headers });
+      const joined = await readRun(await events());
+      const frames = await live.done;
+      await joined.done;
+      assertStreamRules(frames, input);
+      expect(joined.raw()).toBe(live.raw());
+      const replay = await readRun(await events('', { 'last-event-id': '2' }));
+      await replay.done;
+      expect(replay.frames.map((f) => f.id)).toEqual(frames.slice(2).map((f) => f.id));
+      expect(live.raw().endsWith(replay.raw())).toBe(true);
+      expect((await events('', { 'last-event-id': String(frames.length) })).status).toBe(204);
+      await expectErrorEnvelope(await events('?after=x'), 400, 'VALIDATION_FAILED');
+      await expectErrorEnvelope(await client().request(`/runs/${kitId('none')}/events`), 404, 'NOT_FOUND');
     });
 
     test('POST /runs/:runId/cancel → 202; the stream ends RUN_ERROR CANCELLED, the run is cancelled; again → 409', async () => {
