@@ -828,37 +828,29 @@ async function main(): Promise<void> {
       }
     }
 
-    let tools: string | undefined;
-    if (only.has('tools')) {
-      progress('tools: frontend tool result round trip, one instance and two');
+    /** `fn` with the base URLs of this instance and of a second one on the same database (another replica). */
+    const twoInstances = async <T>(fn: (baseA: string, baseB: string) => Promise<T>): Promise<T> => {
       const second = await createApp(config);
       await second.listen(0, '127.0.0.1');
       try {
         const portB = (second.getHttpServer().address() as AddressInfo).port;
-        const prefix = config.prefix;
-        tools = formatToolRoundTrip(
-          await benchToolRoundTrip(`http://127.0.0.1:${port}${prefix}`, `http://127.0.0.1:${portB}${prefix}`),
+        return await fn(
+          `http://127.0.0.1:${port}${config.prefix}`,
+          `http://127.0.0.1:${portB}${config.prefix}`,
         );
       } finally {
         await second.close();
       }
+    };
+    let tools: string | undefined;
+    if (only.has('tools')) {
+      progress('tools: frontend tool result round trip, one instance and two');
+      tools = formatToolRoundTrip(await twoInstances(benchToolRoundTrip));
     }
     let resume: string | undefined;
     if (only.has('resume')) {
       progress('resume: joiners of live runs, on the same instance and on another one');
-      const second = await createApp(config);
-      await second.listen(0, '127.0.0.1');
-      try {
-        const portB = (second.getHttpServer().address() as AddressInfo).port;
-        resume = formatResume(
-          await benchResume(
-            `http://127.0.0.1:${port}${config.prefix}`,
-            `http://127.0.0.1:${portB}${config.prefix}`,
-          ),
-        );
-      } finally {
-        await second.close();
-      }
+      resume = formatResume(await twoInstances((a, b) => benchResume(a, b)));
     }
     let threads: string | undefined;
     if (only.has('threads')) {

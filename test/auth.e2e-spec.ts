@@ -266,6 +266,7 @@ describe('authentication', () => {
             ['GET thread', api(`/threads/${threadId}`, asBob)],
             ['GET messages', api(`/threads/${threadId}/messages`, asBob)],
             ['GET run', api(`/runs/${runId}`, asBob)],
+            ['GET run events', api(`/runs/${runId}/events`, asBob)],
             ...writes(asBob),
           ],
           404,
@@ -297,6 +298,14 @@ describe('authentication', () => {
         const messages = await api(`/threads/${threadId}/messages?format=agui`, asAdmin);
         expect(messages.status).toBe(200);
         expect((await messages.json()).messages[0]).toMatchObject({ id: 'u1', role: 'user' });
+        // ...and can join the stream of her live run (leaving it stops nothing: her client still reads).
+        const events = await api(`/runs/${runId}/events`, asAdmin);
+        expect(events.status).toBe(200);
+        const reader = events.body!.getReader();
+        expect(new TextDecoder().decode((await reader.read()).value)).toMatch(
+          /^id: 1\ndata: \{"type":"RUN_STARTED"/,
+        );
+        await reader.cancel();
         const run = await api(`/runs/${runId}`, asAdmin);
         expect(run.status).toBe(200);
         expect(await run.json()).toMatchObject({
