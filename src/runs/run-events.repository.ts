@@ -12,8 +12,32 @@ export type Chunk = { first: number; last: number; frames: string; terminal: boo
 /** Chunks of several runs to store in one statement. */
 export type StoredChunk = Chunk & { runId: string };
 
-/** The channel on which a write announces `<last seq> <run id>` for the runs someone follows. */
+/**
+ * The channel on which a write announces the chunk it stored, for the runs someone follows:
+ * `<first> <last> <terminal> <run id>`, then a newline and the frames when they fit in a
+ * notification (a run id holds no newline), so a follower needs no read.
+ */
 export const RUN_EVENTS_CHANNEL = 'io_bridge_run_events';
+
+/** Frames up to this many bytes travel in the notification itself (Postgres allows 8000 in all). */
+const NOTIFY_FRAMES_BYTES = 7000;
+
+/** A chunk announced on RUN_EVENTS_CHANNEL: its run, and the chunk when its frames came with it. */
+export function parseAnnouncement(payload: string): { runId: string; chunk?: Chunk } {
+  const eol = payload.indexOf('\n');
+  const [first, last, terminal, ...rest] = (eol < 0 ? payload : payload.slice(0, eol)).split(' ');
+  const runId = rest.join(' ');
+  if (eol < 0) return { runId };
+  return {
+    runId,
+    chunk: {
+      first: Number(first),
+      last: Number(last),
+      terminal: terminal === 't',
+      frames: payload.slice(eol + 1),
+    },
+  };
+}
 
 /**
  * The event log of runs (`run_events`): what every reader of a run is sent, kept for
@@ -28,7 +52,10 @@ export class RunEventsRepository {
    * Stores chunks and,
    * for the runs in `announce`, NOTIFYs their new last sequence number when the write commits. A
    * chunk starting where a stored one starts replaces it only when it goes further: a write retried
-   * after a timeout that did commit carries the same frames and more, never others.
+   * after a timeout that did commit carries the same frames and more, never others. The commit does
+   * not wait for the WAL to reach disk (`synchronous_commit` off for this transaction only): a
+   * follower on another replica waits on this write, and a database crash loses at most the last
+   * moments of a replay log, never a run's recorded end or messages (those commits stay synchronous).
    */
   async append(chunks: StoredChunk[], announce: string[]): Promise<void> {
     if (!chunks.length) return;
@@ -41,9 +68,12 @@ export class RunEventsRepository {
          ON CONFLICT (run_id, first_seq) DO UPDATE
            SET last_seq = EXCLUDED.last_seq, frames = EXCLUDED.frames, terminal = EXCLUDED.terminal
           WHERE EXCLUDED.last_seq > run_events.last_seq
-         RETURNING run_id, last_seq)
-       SELECT pg_notify('${RUN_EVENTS_CHANNEL}', max(last_seq) || ' ' || run_id)
-         FROM stored WHERE run_id = ANY($6::text[]) GROUP BY run_id`,
+         RETURNING run_id, first_seq, last_seq, terminal, frames)
+       SELECT pg_notify('${RUN_EVENTS_CHANNEL}',
+                first_seq || ' ' || last_seq || ' ' || (CASE WHEN terminal THEN 't' ELSE 'f' END) || ' ' || run_id
+                || (CASE WHEN octet_length(frames) <= ${NOTIFY_FRAMES_BYTES} THEN E'\n' || frames ELSE '' END))
+         FROM stored CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
+        WHERE run_id = ANY($6::text[])`,
       [
         chunks.map((c) => c.runId),
         chunks.map((c) => c.first),

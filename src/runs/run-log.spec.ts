@@ -1,6 +1,6 @@
 import { Subject } from 'rxjs';
 import { AguiEvent } from './agui-events';
-import { Chunk, framesAfter } from './run-events.repository';
+import { Chunk, framesAfter, parseAnnouncement } from './run-events.repository';
 import { frame, FrameSink, parseFrames, RunLog } from './run-log';
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -170,5 +170,16 @@ describe('framesAfter', () => {
     expect(framesAfter(chunk, 6)).toBe(frame(7, finished));
     expect(framesAfter(chunk, 7)).toBe('');
     expect(framesAfter(chunk, 100)).toBe('');
+  });
+});
+
+describe('parseAnnouncement', () => {
+  it('reads the chunk a write announced, frames included or not, whatever the run id holds', () => {
+    const frames = frame(3, text('a b')) + frame(4, finished);
+    expect(parseAnnouncement(`3 4 t run with spaces\n${frames}`)).toEqual({
+      runId: 'run with spaces',
+      chunk: { first: 3, last: 4, terminal: true, frames },
+    });
+    expect(parseAnnouncement('3 4 f run-1')).toEqual({ runId: 'run-1' });
   });
 });

@@ -10,7 +10,13 @@ import { Metrics } from '../ops/metrics.service';
 import { AguiEvent } from './agui-events';
 import { RunLifecycle } from './run-lifecycle';
 import { frame, parseFrames, RunLog } from './run-log';
-import { RunEventsRepository, StoredChunk } from './run-events.repository';
+import {
+  Chunk,
+  parseAnnouncement,
+  RUN_EVENTS_CHANNEL,
+  RunEventsRepository,
+  StoredChunk,
+} from './run-events.repository';
 import { isActiveStatus, Run } from './run.entity';
 import { RunsRepository } from './runs.repository';
 import { SseWriter } from './sse-writer';
@@ -27,6 +33,9 @@ const FOLLOW_POLL_MS = 1_000;
 const ORPHAN_AFTER_MS = 3_000;
 /** How often logs of runs ended longer than the retention ago are deleted. */
 const SWEEP_MS = 60_000;
+
+/** A stream following a run's storage, told of each announced write (its chunk when the frames came with it). */
+type Follower = (chunk: Chunk | undefined) => void;
 
 /** A stream to start: its owner is the run's instance, a follower of its storage elsewhere, or a replay. */
 export type Join = (writer: SseWriter) => void;
@@ -50,8 +59,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   private readonly completedAt = new Map<string, number>();
   /** Instances following a run here: run → instance → [expiry, release of its reader]. */
   private readonly watchers = new Map<string, Map<string, { expires: number; release?: () => void }>>();
-  /** Streams on this instance following a run's storage: run → wake-ups for new writes. */
-  private readonly followers = new Map<string, Set<() => void>>();
+  /** Streams on this instance following a run's storage: run → what each does with an announced write. */
+  private readonly followers = new Map<string, Set<Follower>>();
   /** Streams following storage, so a draining instance can close them. */
   private readonly following = new Set<SseWriter>();
   private timers: NodeJS.Timeout[] = [];
@@ -67,11 +76,13 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     this.notifications.on('io_bridge_run_events', (payload) => {
-      const at = payload.indexOf(' ');
-      this.followers.get(payload.slice(at + 1))?.forEach((wake) => wake());
+      const { runId, chunk } = parseAnnouncement(payload);
+      this.followers.get(runId)?.forEach((follower) => follower(chunk));
     });
     this.notifications.on('io_bridge_run_watch', (payload) => this.watched(payload));
-    this.notifications.onReconnect(() => this.followers.forEach((set) => set.forEach((wake) => wake())));
+    this.notifications.onReconnect(() =>
+      this.followers.forEach((set) => set.forEach((follower) => follower(undefined))),
+    );
     const every = (ms: number, fn: () => void) => {
       const timer = setInterval(fn, ms);
       timer.unref();
@@ -186,12 +197,20 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     const runId = run.id;
     let wake: () => void = () => undefined;
     const woken = () => wake();
+    // A write announced with its frames goes out at once when it is the next; otherwise storage is read.
+    const announced: Follower = (chunk) => {
+      if (chunk && !writer.finished && !writer.isBehind && chunk.first <= writer.lastSeq + 1) {
+        writer.push(chunk);
+        if (chunk.terminal) writer.end();
+      }
+      wake();
+    };
     let set = this.followers.get(runId);
     if (!set) {
       this.followers.set(runId, (set = new Set()));
       this.sendWatch('+', runId);
     }
-    set.add(woken);
+    set.add(announced);
     this.following.add(writer);
     writer.handlers = { closed: woken, behind: () => this.metrics.streamCatchUps.inc(), drained: woken };
     try {
@@ -220,7 +239,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
       writer.close();
     } finally {
       this.following.delete(writer);
-      set.delete(woken);
+      set.delete(announced);
       if (!set.size && this.followers.get(runId) === set) {
         this.followers.delete(runId);
         this.sendWatch('-', runId);
@@ -395,7 +414,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     if (log.unstored.length) void this.write([log]);
     else
       void this.notifications
-        .notify('io_bridge_run_events', `${log.storedSeq} ${runId}`)
+        .notify(RUN_EVENTS_CHANNEL, `0 ${log.storedSeq} f ${runId}`)
         .catch(() => undefined);
   }
 
