@@ -10,7 +10,7 @@ import 'reflect-metadata';
 import { benchThreads, formatThreadsBench } from './threads-bench';
 import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { WarmConnections } from './lean-client';
-import { benchResume, formatResume } from './resume-bench';
+import { benchResume, formatResume, withReplica } from './resume-bench';
 import { engineFirstDeltaRound, engineMemory, engineRun } from './engine-bench';
 import type { EngineAgent, EngineMemory } from './engine-bench';
 import { differenceAtMost, formatRatios, ratioAtLeast, ratioAtMost } from './ratios';
@@ -850,7 +850,10 @@ async function main(): Promise<void> {
     let resume: string | undefined;
     if (only.has('resume')) {
       progress('resume: joiners of live runs, on the same instance and on another one');
-      resume = formatResume(await twoInstances((a, b) => benchResume(a, b)));
+      const baseA = `http://127.0.0.1:${port}${config.prefix}`;
+      resume = formatResume(
+        await withReplica(config.database.url!, config.prefix, (baseB) => benchResume(baseA, baseB)),
+      );
     }
     let threads: string | undefined;
     if (only.has('threads')) {

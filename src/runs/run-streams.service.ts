@@ -310,7 +310,9 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     if (this.flushing && !all) return;
     this.flushing = true;
     try {
-      await this.write([...this.logs.values()]);
+      // Runs followed from another replica are written as they go (produced): not held behind this batch.
+      const due = [...this.logs.values()].filter((log) => all || !this.watchers.has(log.runId));
+      await this.write(due);
       this.dropStale();
     } finally {
       this.flushing = false;
