@@ -19,6 +19,9 @@ export type StoredChunk = Chunk & { runId: string };
  */
 export const RUN_EVENTS_CHANNEL = 'io_bridge_run_events';
 
+/** Chunks one read of a run's log returns at most: a reader far behind goes page by page. */
+export const READ_PAGE = 64;
+
 /** Frames up to this many bytes travel in the notification itself (Postgres allows 8000 in all). */
 const NOTIFY_FRAMES_BYTES = 7000;
 
@@ -90,7 +93,7 @@ export class RunEventsRepository {
    * at most `limit` of them, and its terminal chunk in any case, so a reader that has everything
    * learns the log is complete.
    */
-  async after(runId: string, after: number, limit = 64): Promise<Chunk[]> {
+  async after(runId: string, after: number, limit = READ_PAGE): Promise<Chunk[]> {
     const rows = await queryPrepared<{ first: number; last: number; frames: string; terminal: boolean }>(
       this.db,
       'io-bridge.read-run-events',

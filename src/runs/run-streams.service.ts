@@ -13,6 +13,7 @@ import { frame, parseFrames, RunLog } from './run-log';
 import {
   Chunk,
   parseAnnouncement,
+  READ_PAGE,
   RUN_EVENTS_CHANNEL,
   RunEventsRepository,
   StoredChunk,
@@ -75,7 +76,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    this.notifications.on('io_bridge_run_events', (payload) => {
+    this.notifications.on(RUN_EVENTS_CHANNEL, (payload) => {
       const { runId, chunk } = parseAnnouncement(payload);
       this.followers.get(runId)?.forEach((follower) => follower(chunk));
     });
@@ -262,7 +263,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
         writer.push(chunk);
       }
       const last = chunks.at(-1);
-      if (!last || last.terminal || chunks.length < 64)
+      if (!last || last.terminal || chunks.length < READ_PAGE)
         return last?.terminal === true && writer.lastSeq >= last.last;
     }
   }
