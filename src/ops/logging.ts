@@ -49,7 +49,9 @@ export function loggingParams(level: LogLevel, pretty = prettyByDefault()): Para
       level: PINO_LEVEL[level],
       ...(pretty ? { stream: prettyStream() } : {}),
       // Fastify assigns the id (X-Request-Id or a new one): pino-http takes it from the request.
-      customProps: (req: IncomingMessage) => traceContext(req.headers.traceparent) ?? {},
+      // Without a trace context, none: pino-http would otherwise make each request's logger a child for nothing
+      // (held as long as the request, an SSE stream's whole run).
+      customProps: (req: IncomingMessage) => traceContext(req.headers.traceparent) as object,
       serializers: {
         req: (req: { id: unknown; method: string; url: string; originalUrl?: string }) => ({
           id: req.id,
