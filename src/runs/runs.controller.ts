@@ -95,13 +95,16 @@ export class RunsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const started = process.hrtime.bigint();
-    // Heard from now on: a client that leaves while its run is being claimed must not leave it running.
+    // Heard while the run is claimed: a client that leaves meanwhile must not leave it running.
     const clientGone = new AbortController();
+    const leftDuringClaim = () => clientGone.abort();
     if (reply.raw.destroyed) clientGone.abort();
-    else reply.raw.once('close', () => clientGone.abort());
+    else reply.raw.on('close', leftDuringClaim);
     // Every log line of this run, in this request's context, names it.
     this.pino.assign({ runId: input.runId, threadId: input.threadId, resourceId: principal.resourceId });
     const run = await this.runs.start(input, principal, clientGone.signal);
+    // From here the stream hears the client (SseWriter): not kept for the length of the run.
+    reply.raw.off('close', leftDuringClaim);
     if (!run) {
       // Nobody to answer: the run was recorded cancelled; Fastify must not try to send a reply.
       reply.hijack();
@@ -113,7 +116,8 @@ export class RunsController {
     // RUN_STARTED was written synchronously; the whole request lasts until the stream ends.
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     this.metrics.timeToFirstEvent.observe(seconds());
-    reply.raw.once('close', () =>
+    // `close` comes once: `on` spares the wrapper `once` would keep for the length of the run.
+    reply.raw.on('close', () =>
       this.metrics.httpDuration.observe(
         { method: 'POST', route: `${this.config.prefix}/run`, status: '200' },
         seconds(),

@@ -12,6 +12,41 @@ export const SSE_HEADERS = {
 
 const PING = ': ping\n\n';
 
+/**
+ * One timer for every stream of a heartbeat period, instead of one per stream: each stream that wrote
+ * nothing for the period gets a comment. The timer stops while no stream is open.
+ */
+class Heartbeat {
+  private static readonly byPeriod = new Map<number, Heartbeat>();
+  private readonly writers = new Set<SseWriter>();
+  private timer: NodeJS.Timeout | undefined;
+
+  private constructor(private readonly periodMs: number) {}
+
+  static of(periodMs: number): Heartbeat {
+    let heartbeat = Heartbeat.byPeriod.get(periodMs);
+    if (!heartbeat) Heartbeat.byPeriod.set(periodMs, (heartbeat = new Heartbeat(periodMs)));
+    return heartbeat;
+  }
+
+  add(writer: SseWriter): void {
+    this.writers.add(writer);
+    if (this.timer) return;
+    this.timer = setInterval(
+      () => this.writers.forEach((w) => w.ping(this.periodMs)),
+      Math.max(5, Math.floor(this.periodMs / 2)),
+    );
+    this.timer.unref();
+  }
+
+  delete(writer: SseWriter): void {
+    this.writers.delete(writer);
+    if (this.writers.size || !this.timer) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
+
 export type SseWriterOptions = {
   heartbeatMs: number;
   /** Frames queued behind a slow socket beyond which the stream stops taking them and reads storage. */
@@ -50,7 +85,7 @@ export class SseWriter implements FrameSink {
   private waitingForDrain = false;
   private drainWaiters: Array<() => void> = [];
   private lastWriteAt = Date.now();
-  private readonly heartbeat: NodeJS.Timeout;
+  private readonly heartbeat: Heartbeat;
   private readonly raw: ServerResponse;
 
   constructor(
@@ -62,11 +97,11 @@ export class SseWriter implements FrameSink {
     reply.hijack();
     this.raw = reply.raw;
     this.raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...SSE_HEADERS });
-    const { heartbeatMs } = options;
-    this.heartbeat = setInterval(() => this.ping(heartbeatMs), Math.max(5, Math.floor(heartbeatMs / 2)));
-    this.heartbeat.unref();
-    this.raw.once('close', () => {
-      clearInterval(this.heartbeat);
+    this.heartbeat = Heartbeat.of(options.heartbeatMs);
+    this.heartbeat.add(this);
+    // `close` comes once: `on` spares the wrapper `once` would keep for the length of the stream.
+    this.raw.on('close', () => {
+      this.heartbeat.delete(this);
       this.finished = true;
       this.drainWaiters.splice(0).forEach((resolve) => resolve());
       this.handlers.closed?.();
@@ -124,7 +159,7 @@ export class SseWriter implements FrameSink {
   end(): void {
     if (this.finished) return;
     this.finished = true;
-    clearInterval(this.heartbeat);
+    this.heartbeat.delete(this);
     if (this.raw.destroyed) return;
     if (this.queued.length) this.raw.write(this.queued.join(''));
     this.raw.end();
@@ -157,7 +192,8 @@ export class SseWriter implements FrameSink {
     if (!this.raw.write(frames)) this.waitingForDrain = true;
   }
 
-  private ping(heartbeatMs: number): void {
+  /** A comment, when nothing was written for `heartbeatMs` (the Heartbeat's timer calls it). */
+  ping(heartbeatMs: number): void {
     if (this.finished || this.waitingForDrain || Date.now() - this.lastWriteAt < heartbeatMs) return;
     this.lastWriteAt = Date.now();
     this.raw.write(PING);
