@@ -3,7 +3,8 @@ import { PgNotifications } from '../database/pg-notifications.service';
 import { RunErrorCode } from './agui-events';
 import { ToolCallsRepository, ToolResult } from './tool-calls.repository';
 
-type Stop = (code: RunErrorCode, message: string) => void;
+/** A run on this instance, as the cancel route of any instance reaches it. */
+type Cancellable = { stop(code: RunErrorCode, message: string): void };
 
 /**
  * Connects the runs this instance holds with results and cancels posted to any instance: the
@@ -14,7 +15,7 @@ type Stop = (code: RunErrorCode, message: string) => void;
 @Injectable()
 export class FrontendToolBroker implements OnModuleInit {
   private readonly waiters = new Map<string, () => void>();
-  private readonly activeRuns = new Map<string, Stop>();
+  private readonly activeRuns = new Map<string, Cancellable>();
 
   constructor(
     private readonly notifications: PgNotifications,
@@ -24,15 +25,18 @@ export class FrontendToolBroker implements OnModuleInit {
   onModuleInit(): void {
     this.notifications.on('io_bridge_tool_result', (key) => this.waiters.get(key)?.());
     this.notifications.on('io_bridge_run_cancel', (runId) =>
-      this.activeRuns.get(runId)?.('CANCELLED', 'The run was cancelled'),
+      this.activeRuns.get(runId)?.stop('CANCELLED', 'The run was cancelled'),
     );
     this.notifications.onReconnect(() => this.waiters.forEach((check) => check()));
   }
 
-  /** Makes a run on this instance reachable by the cancel route of any instance. */
-  track(runId: string, stop: Stop): () => void {
-    this.activeRuns.set(runId, stop);
-    return () => this.activeRuns.delete(runId);
+  /** Makes a run on this instance reachable by the cancel route of any instance, until untracked. */
+  track(runId: string, run: Cancellable): void {
+    this.activeRuns.set(runId, run);
+  }
+
+  untrack(runId: string): void {
+    this.activeRuns.delete(runId);
   }
 
   async requestCancel(runId: string): Promise<void> {

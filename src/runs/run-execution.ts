@@ -3,7 +3,7 @@ import { concatMap, EMPTY, from, MonoTypeOperatorFunction, Observable, of, Subje
 import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run-tools';
 import { aguiToModelMessages } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
-import { textOf } from '../threads/message-format';
+import { StoredMessage, textOf } from '../threads/message-format';
 import { TITLE_PROMPT } from '../agents/prompts';
 import { linearTimeSchema } from '../common/json-schema';
 import { isDatabaseUnavailable } from '../database/database-errors';
@@ -18,7 +18,7 @@ import { AgentCall } from './mastra-runner';
 import { ReportedResult, Stopped, Terminal } from './run-lifecycle';
 import { PreparedRun } from './run-preparer';
 import { ConversationStore } from './conversation.store';
-import { RunLeases } from './run-leases';
+import { LeaseHolder, RunLeases } from './run-leases';
 import { RunEnd } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 
@@ -58,7 +58,7 @@ export class StopReason extends Error {
  * checkpoints, the stored messages), and its end, recorded before the terminal event goes out.
  * RunsService composes its stream: MastraRunner → ownToolCalls() → translate() → guardLifecycle().
  */
-export class RunExecution implements RunToolContext {
+export class RunExecution implements RunToolContext, LeaseHolder {
   private readonly abort = new AbortController();
   private readonly frontendCalls = new Set<string>();
   private readonly reported = new Set<string>();
@@ -68,9 +68,8 @@ export class RunExecution implements RunToolContext {
   private shown = 0;
   private terminalShown = false;
   private titleWanted = false;
-  private untrack: () => void = () => undefined;
-  private release: () => void = () => undefined;
-  private timeRun: (labels: { status: string }) => void = () => undefined;
+  /** When start() held the run (performance.now()), for its duration metric; 0 before. */
+  private startedAt = 0;
   /** The run's span (a child of its request's), when tracing is on. */
   private span: Span | undefined;
 
@@ -93,6 +92,15 @@ export class RunExecution implements RunToolContext {
     return this.prepared.input.runId;
   }
 
+  get resourceId(): string {
+    return this.prepared.principal.resourceId;
+  }
+
+  /** Events shown so far (the lease's checkpoints follow it). */
+  get shownCount(): number {
+    return this.shown;
+  }
+
   /** Aborted when the run stops; MastraRunner aborts the provider call with it. */
   get signal(): AbortSignal {
     return this.abort.signal;
@@ -103,21 +111,31 @@ export class RunExecution implements RunToolContext {
     return this.reports;
   }
 
-  /** Holds the run on this instance (lease, cancel route, metrics); the stream starts on subscription. */
+  /**
+   * Holds the run on this instance (lease, cancel route, metrics); the stream starts on subscription.
+   * The run is its own lease holder and cancel target: no closures kept per run for them.
+   */
   start(): void {
     if (tracingOn()) this.span = this.startSpan();
     this.deps.metrics.activeRuns.inc();
-    this.timeRun = this.deps.metrics.runDuration.startTimer({ agent: this.prepared.agent.definition.id });
-    this.untrack = this.deps.broker.track(this.prepared.input.runId, (code, message) =>
-      this.stop(code, message),
-    );
-    this.release = this.deps.leases.hold(this.prepared.input.runId, {
-      resourceId: this.prepared.principal.resourceId,
-      lost: () => this.stop('INTERRUPTED', 'The run was interrupted; please retry'),
-      unrenewable: () => this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE),
-      shown: () => this.shown,
-      checkpoint: () => (this.stores ? this.collector.produced(this.collector.openTextIds()) : undefined),
-    });
+    this.startedAt = performance.now();
+    this.deps.broker.track(this.runId, this);
+    this.deps.leases.hold(this.runId, this);
+  }
+
+  /** LeaseHolder: another instance ended the run (its lease lapsed meanwhile). */
+  leaseLost(): void {
+    this.stop('INTERRUPTED', 'The run was interrupted; please retry');
+  }
+
+  /** LeaseHolder: the lease could not be renewed in time and may lapse. */
+  leaseUnrenewable(): void {
+    this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
+  }
+
+  /** LeaseHolder: what to keep if this instance dies now. */
+  checkpoint(): StoredMessage[] | undefined {
+    return this.stores ? this.collector.produced(this.collector.openTextIds()) : undefined;
   }
 
   stop(code: RunErrorCode, message: string): void {
@@ -240,11 +258,11 @@ export class RunExecution implements RunToolContext {
    * messages the client was shown) and returns the terminal event's content.
    */
   async end({ outcome, failure }: Stopped, closeOpen: () => void): Promise<Terminal> {
-    this.untrack();
+    this.deps.broker.untrack(this.runId);
     this.reports.complete();
     const ending = this.ending(outcome, failure);
     // The ending is decided: a lease lost from now on changes nothing (and endRun then writes nothing).
-    this.release();
+    this.deps.leases.release(this.runId, this);
     let code: RunErrorCode | undefined;
     try {
       const terminal = await this.record(ending, closeOpen);
@@ -254,7 +272,12 @@ export class RunExecution implements RunToolContext {
       if (this.span) this.endSpan(ending.end.status, code, this.span);
       this.deps.metrics.activeRuns.dec();
       this.deps.metrics.runOutcomes.inc({ status: ending.end.status, code: ending.end.code ?? 'none' });
-      this.timeRun({ status: ending.end.status });
+      if (this.startedAt) {
+        this.deps.metrics.runDuration.observe(
+          { agent: this.prepared.agent.definition.id, status: ending.end.status },
+          (performance.now() - this.startedAt) / 1000,
+        );
+      }
     }
   }
 

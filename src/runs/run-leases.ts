@@ -8,24 +8,30 @@ import { HeldRun, RunsRepository } from './runs.repository';
 /** How often what a streaming run has shown is written down, at most (one statement for all runs). */
 export const CHECKPOINT_MS = 1000;
 
-/** A run this instance holds, as its lease sees it. */
-export type LeaseHolder = {
+/**
+ * A run this instance holds, as its lease sees it. The run itself (RunExecution), so that holding a
+ * lease costs no object of its own per run.
+ */
+export interface LeaseHolder {
   /** The run's owner: renewals and checkpoints are scoped by it, as every statement on a run. */
-  resourceId: string;
-  /** Another instance ended the run (its lease lapsed meanwhile): it must stop at once. */
-  lost: () => void;
-  /** The lease could not be renewed in time (the database is down or frozen) and may lapse: stop. */
-  unrenewable: () => void;
+  readonly resourceId: string;
   /** Counts what the run has shown; a checkpoint is written when it moved. */
-  shown: () => number;
+  readonly shownCount: number;
+  /** Another instance ended the run (its lease lapsed meanwhile): it must stop at once. */
+  leaseLost(): void;
+  /** The lease could not be renewed in time (the database is down or frozen) and may lapse: stop. */
+  leaseUnrenewable(): void;
   /** What to keep if this instance dies now; undefined for a run that stores nothing. */
-  checkpoint: () => StoredMessage[] | undefined;
-};
+  checkpoint(): StoredMessage[] | undefined;
+}
 
-type Held = LeaseHolder & {
+type Held = {
+  holder: LeaseHolder;
   written: number;
   /** When the last renewal that succeeded was sent (or the run was claimed): the lease runs from about then. */
   since: number;
+  /** Told it may lapse (once). */
+  unrenewable: boolean;
 };
 
 /**
@@ -71,27 +77,27 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     this.timers = [];
   }
 
-  hold(runId: string, holder: LeaseHolder): () => void {
-    const held: Held = { ...holder, written: 0, since: Date.now() };
-    this.held.set(runId, held);
-    return () => {
-      if (this.held.get(runId) === held) this.held.delete(runId);
-    };
+  hold(runId: string, holder: LeaseHolder): void {
+    this.held.set(runId, { holder, written: 0, since: Date.now(), unrenewable: false });
+  }
+
+  /** The run's end is decided: its lease is no longer renewed here (its end statement ends it). */
+  release(runId: string, holder: LeaseHolder): void {
+    if (this.held.get(runId)?.holder === holder) this.held.delete(runId);
   }
 
   private async renew(): Promise<void> {
     const sent = Date.now();
     // Renewals come every third of a lease: one older than half has missed one and may lapse before the next.
     for (const held of this.held.values()) {
-      if (sent - held.since <= this.leaseMs / 2) continue;
-      const unrenewable = held.unrenewable;
-      held.unrenewable = () => undefined;
-      unrenewable();
+      if (sent - held.since <= this.leaseMs / 2 || held.unrenewable) continue;
+      held.unrenewable = true;
+      held.holder.leaseUnrenewable();
     }
     const ids = [...this.held.keys()];
     try {
       const active = await this.runs.renewLeases(
-        [...this.held].map(([id, held]) => ({ id, resourceId: held.resourceId })),
+        [...this.held].map(([id, held]) => ({ id, resourceId: held.holder.resourceId })),
         this.leaseMs,
       );
       this.renewed(active, sent);
@@ -107,13 +113,13 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     const due: Array<[string, Held, number]> = [];
     const checkpoints: Array<HeldRun & { messages: StoredMessage[] }> = [];
     for (const [runId, held] of this.held) {
-      const shown = held.shown();
+      const shown = held.holder.shownCount;
       if (shown === held.written) continue;
-      const messages = held.checkpoint();
+      const messages = held.holder.checkpoint();
       // Nothing to keep yet (or a run that stores nothing): no write.
       if (!messages?.length) held.written = shown;
       else {
-        checkpoints.push({ id: runId, resourceId: held.resourceId, messages });
+        checkpoints.push({ id: runId, resourceId: held.holder.resourceId, messages });
         due.push([runId, held, shown]);
       }
     }
@@ -152,7 +158,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
       const held = this.held.get(runId);
       if (!held) continue;
       this.log.warn(`run ${runId} was ended by another instance (its lease lapsed): stopping it`);
-      held.lost();
+      held.holder.leaseLost();
     }
   }
 
