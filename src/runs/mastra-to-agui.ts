@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { defer, filter, map, OperatorFunction, takeWhile } from 'rxjs';
+import { Observable, OperatorFunction } from 'rxjs';
 import { safeErrorMessage } from '../common/errors';
 import { UpstreamEvent } from './agui-events';
 
@@ -139,16 +139,23 @@ export class MastraToAgui {
 /**
  * The translation as an operator: one Translation per chunk that gives events or an outcome, each
  * subscription with a translator of its own. It completes after the first outcome: the run ends
- * there, and unsubscribing stops the engine from sending more.
+ * there, and unsubscribing stops the engine from sending more. One subscriber per run, not a chain
+ * of map, filter and takeWhile: it is held as long as the run streams.
  */
 export function translate(newId?: () => string): OperatorFunction<MastraChunk, Translation> {
   return (chunks) =>
-    defer(() => {
+    new Observable<Translation>((subscriber) => {
       const translator = new MastraToAgui(newId);
-      return chunks.pipe(
-        map((chunk) => translator.translate(chunk)),
-        filter((t) => t.events.length > 0 || t.outcome !== undefined),
-        takeWhile((t) => t.outcome === undefined, true),
-      );
+      return chunks.subscribe({
+        next: (chunk) => {
+          const translation = translator.translate(chunk);
+          if (translation.outcome !== undefined) {
+            subscriber.next(translation);
+            subscriber.complete();
+          } else if (translation.events.length > 0) subscriber.next(translation);
+        },
+        error: (err: unknown) => subscriber.error(err),
+        complete: () => subscriber.complete(),
+      });
     });
 }

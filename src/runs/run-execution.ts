@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { concatMap, EMPTY, from, MonoTypeOperatorFunction, Observable, of, Subject, tap } from 'rxjs';
+import { MonoTypeOperatorFunction, Observable, Subject } from 'rxjs';
 import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run-tools';
 import { aguiToModelMessages } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
@@ -179,40 +179,73 @@ export class RunExecution implements RunToolContext, LeaseHolder {
 
   /** `source` subscribed with the run's span current: model and tool calls nest under it. */
   inSpan<T>(source: Observable<T>): Observable<T> {
-    return new Observable<T>((subscriber) => withSpan(this.span, () => source.subscribe(subscriber)));
+    const span = this.span;
+    if (!span) return source;
+    return new Observable<T>((subscriber) => withSpan(span, () => source.subscribe(subscriber)));
   }
 
   /**
    * The run's part in the chunk stream: Mastra's copy of a result a tool reported itself is dropped;
    * a frontend tool call is registered before it goes on (so before its TOOL_CALL_END), the chunks
-   * behind it waiting; a frontend call Mastra refused (arguments not matching the schema) is abandoned.
+   * behind it waiting, in order; a frontend call Mastra refused (arguments not matching the schema)
+   * is abandoned. (concatMap would do the same at the cost of an inner subscription per chunk and a
+   * few closures held per run.)
    */
   ownToolCalls(): MonoTypeOperatorFunction<MastraChunk> {
     return (chunks) =>
-      chunks.pipe(
-        concatMap((chunk) => {
+      new Observable<MastraChunk>((subscriber) => {
+        /** Chunks behind a registration, in order (allocated when one waits). */
+        let behind: MastraChunk[] | undefined;
+        let registering = false;
+        let upstreamDone = false;
+        const drain = () => {
+          while (!registering && behind?.length && !subscriber.closed) pass(behind.shift()!);
+          if (!registering && upstreamDone) subscriber.complete();
+        };
+        const pass = (chunk: MastraChunk) => {
           const p = chunk.payload ?? {};
           if (chunk.type === 'tool-result' || chunk.type === 'tool-error') {
-            if (this.reported.has(p.toolCallId)) return EMPTY;
+            if (this.reported.has(p.toolCallId)) return;
             if (this.frontendCalls.has(p.toolCallId)) this.abandon(p.toolCallId);
           }
-          if (chunk.type === 'tool-call' && this.prepared.frontendTools[p.toolName] !== undefined) {
-            return from(this.registerFrontendCall(p.toolCallId, p.toolName).then(() => chunk));
+          if (chunk.type !== 'tool-call' || this.prepared.frontendTools[p.toolName] === undefined) {
+            return subscriber.next(chunk);
           }
-          return of(chunk);
-        }),
-      );
+          registering = true;
+          this.registerFrontendCall(p.toolCallId, p.toolName).then(
+            () => {
+              registering = false;
+              if (subscriber.closed) return;
+              subscriber.next(chunk);
+              drain();
+            },
+            (err: unknown) => subscriber.error(err),
+          );
+        };
+        return chunks.subscribe({
+          next: (chunk) => {
+            if (!registering && !behind?.length) pass(chunk);
+            else (behind ??= []).push(chunk);
+          },
+          error: (err: unknown) => subscriber.error(err),
+          complete: () => {
+            upstreamDone = true;
+            drain();
+          },
+        });
+      });
   }
 
-  /** Counts and collects what the client is shown; after RUN_FINISHED, names the thread if asked to. */
-  observe(): MonoTypeOperatorFunction<AguiEvent> {
-    return tap((event) => {
-      this.collector.observe(event);
-      this.shown++;
-      if (!TERMINAL_TYPES.has(event.type)) return;
-      this.terminalShown = true;
-      if (this.titleWanted && event.type === 'RUN_FINISHED') void this.generateTitle();
-    });
+  /**
+   * Counts and collects an event the client is shown (before it goes out); after RUN_FINISHED, names
+   * the thread if asked to.
+   */
+  observe(event: AguiEvent): void {
+    this.collector.observe(event);
+    this.shown++;
+    if (!TERMINAL_TYPES.has(event.type)) return;
+    this.terminalShown = true;
+    if (this.titleWanted && event.type === 'RUN_FINISHED') void this.generateTitle();
   }
 
   /** Recorded before TOOL_CALL_END goes out; a result posted earlier (on START) was kept and is claimed here. */

@@ -102,7 +102,10 @@ export class RunsService {
       this.live.add(run);
       // Not the client's subscription: a run whose client left still records its end.
       this.events(run).subscribe({
-        next: (event) => client.next(event),
+        next: (event) => {
+          run.observe(event);
+          client.next(event);
+        },
         complete: () => {
           this.live.delete(run);
           client.complete();
@@ -141,7 +144,6 @@ export class RunsService {
             throw err;
           }),
       }),
-      run.observe(),
     );
   }
 
