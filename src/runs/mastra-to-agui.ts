@@ -24,7 +24,8 @@ const NONE: Translation = { events: [] };
 export class MastraToAgui {
   private stepMessageId: string = randomUUID();
   private step = 0;
-  private readonly streamedCalls = new Set<string>();
+  /** Tool calls whose arguments streamed (made on first use: an open run holds its translator). */
+  private streamedCalls: Set<string> | undefined;
   /** The validated structured output, when the run asked for one. */
   private object: unknown;
 
@@ -67,7 +68,7 @@ export class MastraToAgui {
           ],
         };
       case 'tool-call-input-streaming-start':
-        this.streamedCalls.add(p.toolCallId);
+        (this.streamedCalls ??= new Set()).add(p.toolCallId);
         return {
           events: [
             {
@@ -83,7 +84,7 @@ export class MastraToAgui {
       case 'tool-call': {
         // The call is complete here; END waits for it so the guard can fall back on the parsed args.
         const end: UpstreamEvent = { type: 'TOOL_CALL_END', toolCallId: p.toolCallId, args: p.args };
-        if (this.streamedCalls.has(p.toolCallId)) return { events: [end] };
+        if (this.streamedCalls?.has(p.toolCallId)) return { events: [end] };
         return {
           events: [
             {

@@ -60,8 +60,9 @@ export class StopReason extends Error {
  */
 export class RunExecution implements RunToolContext, LeaseHolder {
   private readonly abort = new AbortController();
-  private readonly frontendCalls = new Set<string>();
-  private readonly reported = new Set<string>();
+  /** Tool calls registered for a frontend result, and those whose tool reported its result (made on first use). */
+  private frontendCalls: Set<string> | undefined;
+  private reported: Set<string> | undefined;
   private readonly reports = new Subject<ReportedResult>();
   private readonly collector = new MessageCollector();
   /** Events shown so far: the lease checkpoints what the client saw when this moves. */
@@ -205,8 +206,8 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         const pass = (chunk: MastraChunk) => {
           const p = chunk.payload ?? {};
           if (chunk.type === 'tool-result' || chunk.type === 'tool-error') {
-            if (this.reported.has(p.toolCallId)) return;
-            if (this.frontendCalls.has(p.toolCallId)) this.abandon(p.toolCallId);
+            if (this.reported?.has(p.toolCallId)) return;
+            if (this.frontendCalls?.has(p.toolCallId)) this.abandon(p.toolCallId);
           }
           if (chunk.type !== 'tool-call' || this.prepared.frontendTools[p.toolName] === undefined) {
             return subscriber.next(chunk);
@@ -252,7 +253,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   private async registerFrontendCall(toolCallId: string, toolName: string): Promise<void> {
     const { input, principal } = this.prepared;
     await this.deps.toolCalls.register(input.runId, principal.resourceId, toolCallId, toolName);
-    this.frontendCalls.add(toolCallId);
+    (this.frontendCalls ??= new Set()).add(toolCallId);
   }
 
   private abandon(toolCallId: string): void {
@@ -262,7 +263,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   }
 
   reportResult(toolCallId: string, content: unknown): void {
-    this.reported.add(toolCallId);
+    (this.reported ??= new Set()).add(toolCallId);
     this.reports.next({ toolCallId, content });
   }
 

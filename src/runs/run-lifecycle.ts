@@ -36,10 +36,11 @@ export class RunLifecycle {
   private parentMessageId: string | undefined;
   /** Upstream message id → wire id; an id reused after its END, or already naming another message, gets a fresh one. */
   private readonly textIds = new Map<string, string>();
-  private readonly reasoningIds = new Map<string, string>();
+  /** Made on first use, as `toolCalls`: most runs have neither, and an open run holds its lifecycle. */
+  private reasoningIds: Map<string, string> | undefined;
   /** Every message id sent so far (text, reasoning, tool result): message ids are unique in a run. */
   private readonly usedMessageIds = new Set<string>();
-  private readonly toolCalls = new Map<string, ToolCallState>();
+  private toolCalls: Map<string, ToolCallState> | undefined;
   private readonly openSteps: string[] = [];
   private stepCount = 0;
   private readonly emit: (event: AguiEvent) => void;
@@ -58,7 +59,7 @@ export class RunLifecycle {
 
   /** Whether TOOL_CALL_END of this call has been emitted (a result may follow it, never precede it). */
   toolCallEnded(toolCallId: string): boolean {
-    return this.toolCalls.get(toolCallId)?.ended === true;
+    return this.toolCalls?.get(toolCallId)?.ended === true;
   }
 
   start(): void {
@@ -87,7 +88,7 @@ export class RunLifecycle {
       case 'TOOL_CALL_START':
         return this.toolCallStart(event.toolCallId, event.toolCallName, event.parentMessageId);
       case 'TOOL_CALL_ARGS': {
-        const call = event.toolCallId === undefined ? undefined : this.toolCalls.get(event.toolCallId);
+        const call = event.toolCallId === undefined ? undefined : this.toolCalls?.get(event.toolCallId);
         if (call && !call.ended && typeof event.delta === 'string') call.args += event.delta;
         return;
       }
@@ -135,7 +136,7 @@ export class RunLifecycle {
   /** Closes every open tool call, text and reasoning message and step, without ending the run. */
   closeOpen(): void {
     if (this.state !== 'open') return;
-    for (const [id, call] of this.toolCalls) if (!call.ended) this.closeToolCall(id, call, undefined);
+    for (const [id, call] of this.toolCalls ?? []) if (!call.ended) this.closeToolCall(id, call, undefined);
     if (this.openText !== undefined) this.closeText();
     if (this.openReasoning !== undefined) this.closeReasoning();
     while (this.openSteps.length) {
@@ -156,12 +157,12 @@ export class RunLifecycle {
   }
 
   private wireReasoningId(upstreamId: string | undefined): string | undefined {
-    return !upstreamId ? this.openReasoning : (this.reasoningIds.get(upstreamId) ?? upstreamId);
+    return !upstreamId ? this.openReasoning : (this.reasoningIds?.get(upstreamId) ?? upstreamId);
   }
 
   /** The upstream id when it is usable and unused, otherwise a new one; recorded as used. */
   private freshMessageId(upstreamId: string | undefined): string {
-    const usable = upstreamId && !this.usedMessageIds.has(upstreamId) && !this.toolCalls.has(upstreamId);
+    const usable = upstreamId && !this.usedMessageIds.has(upstreamId) && !this.toolCalls?.has(upstreamId);
     const id = usable ? upstreamId : this.newId();
     this.usedMessageIds.add(id);
     return id;
@@ -202,7 +203,7 @@ export class RunLifecycle {
       this.closeReasoning();
     }
     const messageId = this.freshMessageId(upstreamId);
-    if (upstreamId) this.reasoningIds.set(upstreamId, messageId);
+    if (upstreamId) (this.reasoningIds ??= new Map()).set(upstreamId, messageId);
     this.openReasoning = messageId;
     const timestamp = Date.now();
     this.emit({ type: 'REASONING_START', timestamp, messageId });
@@ -228,11 +229,11 @@ export class RunLifecycle {
   }
 
   private toolCallStart(id: string | undefined, name: string | undefined, parent: string | undefined): void {
-    if (!id || !name || this.toolCalls.has(id)) {
+    if (!id || !name || this.toolCalls?.has(id)) {
       this.warn(`dropped TOOL_CALL_START without id/name or with a repeated id (${id ?? '-'})`);
       return;
     }
-    this.toolCalls.set(id, { name, args: '', ended: false, resulted: false });
+    (this.toolCalls ??= new Map()).set(id, { name, args: '', ended: false, resulted: false });
     const parentMessageId = parent || this.parentMessageId || (this.parentMessageId = this.newId());
     this.emit({
       type: 'TOOL_CALL_START',
@@ -244,7 +245,7 @@ export class RunLifecycle {
   }
 
   private toolCallEnd(id: string | undefined, parsedArgs: unknown): void {
-    const call = id === undefined ? undefined : this.toolCalls.get(id);
+    const call = id === undefined ? undefined : this.toolCalls?.get(id);
     if (call && !call.ended) this.closeToolCall(id!, call, parsedArgs);
   }
 
@@ -267,7 +268,7 @@ export class RunLifecycle {
   }
 
   private toolCallResult(id: string | undefined, messageId: string | undefined, content: unknown): void {
-    const call = id === undefined ? undefined : this.toolCalls.get(id);
+    const call = id === undefined ? undefined : this.toolCalls?.get(id);
     if (!call || call.resulted) {
       this.warn(`dropped TOOL_CALL_RESULT for an unknown or answered tool call (${id ?? '-'})`);
       return;
@@ -333,11 +334,11 @@ export function guardLifecycle(options: GuardOptions): OperatorFunction<Translat
     new Observable<AguiEvent>((subscriber) => {
       const { results, end, ...rest } = options;
       const lifecycle = new RunLifecycle({ ...rest, emit: (event) => subscriber.next(event) });
-      /** Results reported before their TOOL_CALL_END went out; sent right after it. */
-      const held = new Map<string, unknown>();
+      /** Results reported before their TOOL_CALL_END went out; sent right after it (made on first use). */
+      let held: Map<string, unknown> | undefined;
       const push = (event: UpstreamEvent) => {
         lifecycle.push(event);
-        if (event.type === 'TOOL_CALL_END' && event.toolCallId && held.has(event.toolCallId)) {
+        if (event.type === 'TOOL_CALL_END' && event.toolCallId && held?.has(event.toolCallId)) {
           const content = held.get(event.toolCallId);
           held.delete(event.toolCallId);
           lifecycle.push({ type: 'TOOL_CALL_RESULT', toolCallId: event.toolCallId, content });
@@ -346,7 +347,7 @@ export function guardLifecycle(options: GuardOptions): OperatorFunction<Translat
       lifecycle.start();
       const reported = results?.subscribe(({ toolCallId, content }) => {
         if (lifecycle.toolCallEnded(toolCallId)) push({ type: 'TOOL_CALL_RESULT', toolCallId, content });
-        else held.set(toolCallId, content);
+        else (held ??= new Map()).set(toolCallId, content);
       });
       let outcome: Outcome | undefined;
       const stop = (stopped: Stopped) => {

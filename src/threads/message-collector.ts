@@ -7,7 +7,8 @@ import { AguiToolCall, StoredMessage } from './message-format';
  */
 export class MessageCollector {
   private readonly messages = new Map<string, StoredMessage>();
-  private readonly calls = new Map<string, AguiToolCall>();
+  /** Made on first use: most runs call no tool, and an open run holds its collector. */
+  private calls: Map<string, AguiToolCall> | undefined;
   private readonly openText = new Set<string>();
 
   observe(event: AguiEvent): void {
@@ -30,13 +31,13 @@ export class MessageCollector {
           type: 'function',
           function: { name: event.toolCallName, arguments: '' },
         };
-        this.calls.set(event.toolCallId, call);
+        (this.calls ??= new Map()).set(event.toolCallId, call);
         const m = this.assistant(event.parentMessageId);
         (m.toolCalls ??= []).push(call);
         break;
       }
       case 'TOOL_CALL_ARGS': {
-        const call = this.calls.get(event.toolCallId);
+        const call = this.calls?.get(event.toolCallId);
         if (call) call.function.arguments += event.delta;
         break;
       }
