@@ -74,14 +74,24 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   /** The run's span (a child of its request's), when tracing is on. */
   private span: Span | undefined;
 
+  /**
+   * `history` is what the model sees (stored history, then the incoming messages): handed to the
+   * engine once, by agentCall(), and not kept after.
+   */
   constructor(
     readonly prepared: PreparedRun,
     private readonly deps: RunDeps,
+    private history: StoredMessage[] = [],
   ) {}
 
   /** Whether what the run produces goes into its thread. */
   private get stores(): boolean {
     return !this.prepared.readOnly && !this.prepared.stateless;
+  }
+
+  /** Whether start() held it. */
+  get started(): boolean {
+    return this.startedAt !== 0;
   }
 
   /** Whether its terminal event went out. */
@@ -153,11 +163,13 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     });
   }
 
-  /** The run's agent call: its history, options and request context (with this run for its tools). */
+  /** The run's agent call: its history (given up here), options and request context (with this run for its tools). */
   agentCall(): { messages: unknown; call: AgentCall } {
     const run = this.prepared;
+    const history = this.history;
+    this.history = [];
     return {
-      messages: aguiToModelMessages(run.history),
+      messages: aguiToModelMessages(history),
       call: {
         options: {
           maxSteps: run.maxSteps,

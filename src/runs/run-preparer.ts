@@ -11,15 +11,15 @@ import { StoredMessage, toStored } from '../threads/message-format';
 import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
 import { ModelSettings, parseForwardedProps } from './forwarded-props';
 
-/** A run that passed every check before streaming, with its model input ready. */
+/**
+ * A run that passed every check before streaming, with its model input ready. Held for the run's
+ * length: the messages it brings (`incoming`, for the claim) and the history the claim returns are
+ * not part of it, so an open run does not keep them once the engine has its own copy.
+ */
 export type PreparedRun = {
   input: RunAgentInputDto;
   principal: Principal;
   agent: RegisteredAgent;
-  /** The run input's messages, in the stored shape. */
-  incoming: StoredMessage[];
-  /** What the model sees: stored history, then the new incoming messages (set when the run is claimed). */
-  history: StoredMessage[];
   context: ModelMessage[];
   frontendTools: Record<string, Tool<any, any, any, any, any, any, any>>;
   maxSteps: number;
@@ -51,7 +51,8 @@ export class RunPreparer {
     private readonly agents: AgentsService,
   ) {}
 
-  prepare(input: RunAgentInputDto, principal: Principal): PreparedRun {
+  /** The run, and the messages it brings in the stored shape (for its claim). */
+  prepare(input: RunAgentInputDto, principal: Principal): { run: PreparedRun; incoming: StoredMessage[] } {
     const { limits } = this.config;
     if (input.messages.length > limits.maxMessages) {
       throw new DomainError('VALIDATION_FAILED', 'Too many messages', [
@@ -80,12 +81,10 @@ export class RunPreparer {
     const options = parseForwardedProps(input.forwardedProps, this.config.ceilings, input.threadId);
     const agent = this.agents.get(options.agentId);
     const defaults = agent.definition.defaults;
-    return {
+    const run: PreparedRun = {
       input,
       principal,
       agent,
-      incoming: input.messages.map((m) => toStored(m as unknown as Record<string, unknown>)),
-      history: [],
       context: contextToModelMessages(input.context),
       frontendTools: this.frontendTools(agent, input.tools),
       maxSteps: options.maxSteps ?? defaults?.maxSteps ?? limits.maxSteps,
@@ -101,6 +100,7 @@ export class RunPreparer {
         options.disconnectGraceMs ??
         Math.min(this.config.disconnectGrace.defaultMs, this.config.disconnectGrace.maxMs),
     };
+    return { run, incoming: input.messages.map((m) => toStored(m as unknown as Record<string, unknown>)) };
   }
 
   /** Declared tools, except those named like a server tool: the server tool wins (CONTRACT section 4). */

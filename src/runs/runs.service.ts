@@ -76,28 +76,28 @@ export class RunsService {
     clientGone?: AbortSignal,
   ): Promise<StartedRun | undefined> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
-    const prepared = this.preparer.prepare(input, principal);
+    const { run: prepared, incoming } = this.preparer.prepare(input, principal);
     const claimed = await this.conversations.claim({
       threadId: input.threadId,
       runId: input.runId,
       resourceId: principal.resourceId,
       agentId: prepared.agent.definition.id,
       leaseMs: this.leases.leaseMs,
-      title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(prepared.incoming),
-      incoming: prepared.incoming,
+      title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(incoming),
+      incoming,
       lastMessages: prepared.lastMessages,
       readOnly: prepared.readOnly,
       memory: prepared.memory,
     });
-    prepared.history = claimed.history;
     prepared.stateless = claimed.stateless;
     if (clientGone?.aborted) {
       await this.cancelUnstarted(prepared);
       return undefined;
     }
-    let execution: RunExecution | undefined;
+    // Made here, not in the subscription, so that the closures below keep the run and not the history.
+    const execution = new RunExecution(prepared, this.deps, claimed.history);
     const events$ = new Observable<AguiEvent>((client) => {
-      const run = (execution = new RunExecution(prepared, this.deps));
+      const run = execution;
       run.start();
       this.live.add(run);
       // Not the client's subscription: a run whose client left still records its end.
@@ -116,7 +116,7 @@ export class RunsService {
       };
     });
     const abandon = () => {
-      if (execution && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
+      if (execution.started && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
     };
     return { events$, disconnectGraceMs: prepared.disconnectGraceMs, abandon };
   }
