@@ -105,6 +105,9 @@ export class RunsController {
     const run = await this.runs.start(input, principal, clientGone.signal);
     // From here the stream hears the client (SseWriter): not kept for the length of the run.
     reply.raw.off('close', leftDuringClaim);
+    // The run keeps its validated input; the parsed body Fastify holds for the request's length (the
+    // whole stream) is not read again.
+    reply.request.body = undefined;
     if (!run) {
       // Nobody to answer: the run was recorded cancelled; Fastify must not try to send a reply.
       reply.hijack();
