@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Observable, OperatorFunction } from 'rxjs';
+import { Observable, Observer, OperatorFunction, Subscriber } from 'rxjs';
 import { safeErrorMessage } from '../common/errors';
 import { UpstreamEvent } from './agui-events';
 
@@ -140,23 +140,38 @@ export class MastraToAgui {
 /**
  * The translation as an operator: one Translation per chunk that gives events or an outcome, each
  * subscription with a translator of its own. It completes after the first outcome: the run ends
- * there, and unsubscribing stops the engine from sending more. One subscriber per run, not a chain
- * of map, filter and takeWhile: it is held as long as the run streams.
+ * there, and unsubscribing stops the engine from sending more.
  */
 export function translate(newId?: () => string): OperatorFunction<MastraChunk, Translation> {
   return (chunks) =>
-    new Observable<Translation>((subscriber) => {
-      const translator = new MastraToAgui(newId);
-      return chunks.subscribe({
-        next: (chunk) => {
-          const translation = translator.translate(chunk);
-          if (translation.outcome !== undefined) {
-            subscriber.next(translation);
-            subscriber.complete();
-          } else if (translation.events.length > 0) subscriber.next(translation);
-        },
-        error: (err: unknown) => subscriber.error(err),
-        complete: () => subscriber.complete(),
-      });
-    });
+    new Observable<Translation>((subscriber) =>
+      chunks.subscribe(new Translating(new MastraToAgui(newId), subscriber)),
+    );
+}
+
+/**
+ * One subscription of translate(). One object per run, not a chain of map, filter and takeWhile nor
+ * closures (which would keep the upstream chain): it is held as long as the run streams.
+ */
+class Translating implements Observer<MastraChunk> {
+  constructor(
+    private readonly translator: MastraToAgui,
+    private readonly subscriber: Subscriber<Translation>,
+  ) {}
+
+  next(chunk: MastraChunk): void {
+    const translation = this.translator.translate(chunk);
+    if (translation.outcome !== undefined) {
+      this.subscriber.next(translation);
+      this.subscriber.complete();
+    } else if (translation.events.length > 0) this.subscriber.next(translation);
+  }
+
+  error(err: unknown): void {
+    this.subscriber.error(err);
+  }
+
+  complete(): void {
+    this.subscriber.complete();
+  }
 }

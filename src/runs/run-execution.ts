@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { MonoTypeOperatorFunction, Observable, Subject } from 'rxjs';
+import { MonoTypeOperatorFunction, Observable, Observer, Subject, Subscriber } from 'rxjs';
 import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run-tools';
 import { aguiToModelMessages } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
@@ -201,52 +201,28 @@ export class RunExecution implements RunToolContext, LeaseHolder {
    * The run's part in the chunk stream: Mastra's copy of a result a tool reported itself is dropped;
    * a frontend tool call is registered before it goes on (so before its TOOL_CALL_END), the chunks
    * behind it waiting, in order; a frontend call Mastra refused (arguments not matching the schema)
-   * is abandoned. (concatMap would do the same at the cost of an inner subscription per chunk and a
-   * few closures held per run.)
+   * is abandoned. (concatMap would do the same at the cost of an inner subscription per chunk and
+   * closures held per run.)
    */
   ownToolCalls(): MonoTypeOperatorFunction<MastraChunk> {
     return (chunks) =>
-      new Observable<MastraChunk>((subscriber) => {
-        /** Chunks behind a registration, in order (allocated when one waits). */
-        let behind: MastraChunk[] | undefined;
-        let registering = false;
-        let upstreamDone = false;
-        const drain = () => {
-          while (!registering && behind?.length && !subscriber.closed) pass(behind.shift()!);
-          if (!registering && upstreamDone) subscriber.complete();
-        };
-        const pass = (chunk: MastraChunk) => {
-          const p = chunk.payload ?? {};
-          if (chunk.type === 'tool-result' || chunk.type === 'tool-error') {
-            if (this.reported?.has(p.toolCallId)) return;
-            if (this.frontendCalls?.has(p.toolCallId)) this.abandon(p.toolCallId);
-          }
-          if (chunk.type !== 'tool-call' || this.prepared.frontendTools[p.toolName] === undefined) {
-            return subscriber.next(chunk);
-          }
-          registering = true;
-          this.registerFrontendCall(p.toolCallId, p.toolName).then(
-            () => {
-              registering = false;
-              if (subscriber.closed) return;
-              subscriber.next(chunk);
-              drain();
-            },
-            (err: unknown) => subscriber.error(err),
-          );
-        };
-        return chunks.subscribe({
-          next: (chunk) => {
-            if (!registering && !behind?.length) pass(chunk);
-            else (behind ??= []).push(chunk);
-          },
-          error: (err: unknown) => subscriber.error(err),
-          complete: () => {
-            upstreamDone = true;
-            drain();
-          },
-        });
-      });
+      new Observable<MastraChunk>((subscriber) => chunks.subscribe(new OwnToolCalls(this, subscriber)));
+  }
+
+  /**
+   * What ownToolCalls() does with a chunk: drop it (false), pass it (true), or pass it once the
+   * returned registration of its frontend call is done.
+   */
+  screen(chunk: MastraChunk): boolean | Promise<void> {
+    const p = chunk.payload ?? {};
+    if (chunk.type === 'tool-result' || chunk.type === 'tool-error') {
+      if (this.reported?.has(p.toolCallId)) return false;
+      if (this.frontendCalls?.has(p.toolCallId)) this.abandon(p.toolCallId);
+    }
+    if (chunk.type === 'tool-call' && this.prepared.frontendTools[p.toolName] !== undefined) {
+      return this.registerFrontendCall(p.toolCallId, p.toolName);
+    }
+    return true;
   }
 
   /**
@@ -443,4 +419,55 @@ export class RunExecution implements RunToolContext, LeaseHolder {
 
 function failed(code: RunErrorCode, message: string, status: 'error' | 'cancelled' = 'error'): Ending {
   return { end: { status, code, message }, terminal: { code, message } };
+}
+
+/**
+ * One subscription of RunExecution.ownToolCalls(): chunks go on in order, those behind a frontend
+ * call's registration once it is done. An object, not closures: it is held as long as the run streams.
+ */
+class OwnToolCalls implements Observer<MastraChunk> {
+  /** Chunks behind a registration, in order (made when one waits). */
+  private behind: MastraChunk[] | undefined;
+  private registering = false;
+  private upstreamDone = false;
+
+  constructor(
+    private readonly run: RunExecution,
+    private readonly subscriber: Subscriber<MastraChunk>,
+  ) {}
+
+  next(chunk: MastraChunk): void {
+    if (!this.registering && !this.behind?.length) this.pass(chunk);
+    else (this.behind ??= []).push(chunk);
+  }
+
+  error(err: unknown): void {
+    this.subscriber.error(err);
+  }
+
+  complete(): void {
+    this.upstreamDone = true;
+    this.drain();
+  }
+
+  private pass(chunk: MastraChunk): void {
+    const screened = this.run.screen(chunk);
+    if (screened === true) return this.subscriber.next(chunk);
+    if (screened === false) return;
+    this.registering = true;
+    screened.then(
+      () => {
+        this.registering = false;
+        if (this.subscriber.closed) return;
+        this.subscriber.next(chunk);
+        this.drain();
+      },
+      (err: unknown) => this.subscriber.error(err),
+    );
+  }
+
+  private drain(): void {
+    while (!this.registering && this.behind?.length && !this.subscriber.closed) this.pass(this.behind.shift()!);
+    if (!this.registering && this.upstreamDone) this.subscriber.complete();
+  }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Observable, OperatorFunction } from 'rxjs';
+import { Observable, Observer, OperatorFunction, Subscriber, Unsubscribable } from 'rxjs';
 import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
 import { repairJsonObject } from './json-repair';
 import { Outcome, Translation } from './mastra-to-agui';
@@ -332,45 +332,79 @@ export type GuardOptions = Omit<LifecycleOptions, 'emit'> & {
 export function guardLifecycle(options: GuardOptions): OperatorFunction<Translation, AguiEvent> {
   return (translations) =>
     new Observable<AguiEvent>((subscriber) => {
-      const { results, end, ...rest } = options;
-      const lifecycle = new RunLifecycle({ ...rest, emit: (event) => subscriber.next(event) });
-      /** Results reported before their TOOL_CALL_END went out; sent right after it (made on first use). */
-      let held: Map<string, unknown> | undefined;
-      const push = (event: UpstreamEvent) => {
-        lifecycle.push(event);
-        if (event.type === 'TOOL_CALL_END' && event.toolCallId && held?.has(event.toolCallId)) {
-          const content = held.get(event.toolCallId);
-          held.delete(event.toolCallId);
-          lifecycle.push({ type: 'TOOL_CALL_RESULT', toolCallId: event.toolCallId, content });
-        }
-      };
-      lifecycle.start();
-      const reported = results?.subscribe(({ toolCallId, content }) => {
-        if (lifecycle.toolCallEnded(toolCallId)) push({ type: 'TOOL_CALL_RESULT', toolCallId, content });
-        else (held ??= new Map()).set(toolCallId, content);
-      });
-      let outcome: Outcome | undefined;
-      const stop = (stopped: Stopped) => {
-        reported?.unsubscribe();
-        void end(stopped, () => lifecycle.closeOpen())
-          .catch((): Terminal => ({ code: 'INTERNAL', message: 'The run failed unexpectedly' }))
-          .then((terminal) => {
-            if ('code' in terminal) lifecycle.fail(terminal.code, terminal.message);
-            else lifecycle.finish(terminal.result);
-            subscriber.complete();
-          });
-      };
-      const upstream = translations.subscribe({
-        next: (translation) => {
-          for (const event of translation.events) push(event);
-          outcome ??= translation.outcome;
-        },
-        error: (failure: unknown) => stop({ outcome, failure }),
-        complete: () => stop(outcome ? { outcome } : {}),
-      });
-      return () => {
-        upstream.unsubscribe();
-        reported?.unsubscribe();
-      };
+      const guard = new LifecycleGuard(options, subscriber);
+      guard.upstream = translations.subscribe(guard);
+      return guard;
     });
+}
+
+/**
+ * One subscription of guardLifecycle(): the observer of the translations and the teardown of the
+ * subscription. An object rather than closures: it is held as long as the run streams, and closures
+ * made in the operator would keep its whole upstream chain (and what the engine call was given) too.
+ */
+class LifecycleGuard implements Observer<Translation> {
+  upstream: Unsubscribable | undefined;
+  private readonly lifecycle: RunLifecycle;
+  private readonly end: GuardOptions['end'];
+  private readonly reported: Unsubscribable | undefined;
+  /** Results reported before their TOOL_CALL_END went out; sent right after it (made on first use). */
+  private held: Map<string, unknown> | undefined;
+  private outcome: Outcome | undefined;
+
+  constructor(
+    { results, end, ...rest }: GuardOptions,
+    private readonly subscriber: Subscriber<AguiEvent>,
+  ) {
+    this.end = end;
+    this.lifecycle = new RunLifecycle({ ...rest, emit: (event) => subscriber.next(event) });
+    this.lifecycle.start();
+    this.reported = results?.subscribe((result) => this.report(result));
+  }
+
+  next(translation: Translation): void {
+    for (const event of translation.events) this.push(event);
+    this.outcome ??= translation.outcome;
+  }
+
+  error(failure: unknown): void {
+    this.stop({ outcome: this.outcome, failure });
+  }
+
+  complete(): void {
+    this.stop(this.outcome ? { outcome: this.outcome } : {});
+  }
+
+  /** The subscription's teardown. */
+  unsubscribe(): void {
+    this.upstream?.unsubscribe();
+    this.reported?.unsubscribe();
+  }
+
+  private report({ toolCallId, content }: ReportedResult): void {
+    if (this.lifecycle.toolCallEnded(toolCallId)) this.push({ type: 'TOOL_CALL_RESULT', toolCallId, content });
+    else (this.held ??= new Map()).set(toolCallId, content);
+  }
+
+  private push(event: UpstreamEvent): void {
+    this.lifecycle.push(event);
+    const held = this.held;
+    if (event.type === 'TOOL_CALL_END' && event.toolCallId && held?.has(event.toolCallId)) {
+      const content = held.get(event.toolCallId);
+      held.delete(event.toolCallId);
+      this.lifecycle.push({ type: 'TOOL_CALL_RESULT', toolCallId: event.toolCallId, content });
+    }
+  }
+
+  private stop(stopped: Stopped): void {
+    this.reported?.unsubscribe();
+    const lifecycle = this.lifecycle;
+    void this.end(stopped, () => lifecycle.closeOpen())
+      .catch((): Terminal => ({ code: 'INTERNAL', message: 'The run failed unexpectedly' }))
+      .then((terminal) => {
+        if ('code' in terminal) lifecycle.fail(terminal.code, terminal.message);
+        else lifecycle.finish(terminal.result);
+        this.subscriber.complete();
+      });
+  }
 }
