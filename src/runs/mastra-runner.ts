@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Agent } from '@mastra/core/agent';
 import { RequestContext } from '@mastra/core/request-context';
-import { Observable, Subscriber } from 'rxjs';
+import { Observable, Subscriber, TeardownLogic } from 'rxjs';
 import { MODEL_SIGNAL_KEY } from '../agents/abortable-model';
 import { MastraChunk } from './mastra-to-agui';
 
@@ -28,29 +28,41 @@ export type AgentCall = {
 @Injectable()
 export class MastraRunner {
   stream(agent: Agent<any, any, any>, messages: unknown, call: AgentCall = {}): Observable<MastraChunk> {
-    return new Observable<MastraChunk>((subscriber) => {
-      const outer = call.signal;
-      // Stopped before it started: there is no call to make.
-      if (outer?.aborted) return subscriber.complete();
-      const abort = new AbortController();
-      const stop = () => abort.abort(outer?.reason);
-      outer?.addEventListener('abort', stop, { once: true });
-      const requestContext = new RequestContext();
-      for (const [key, value] of Object.entries(call.context ?? {})) requestContext.set(key, value);
-      requestContext.set(MODEL_SIGNAL_KEY, abort.signal);
-      void read(agent, messages, { ...call.options, requestContext }, abort.signal, subscriber);
-      return () => {
-        outer?.removeEventListener('abort', stop);
-        if (!abort.signal.aborted) abort.abort();
-      };
-    });
+    return new Observable<MastraChunk>((subscriber) => makeCall(agent, messages, call, subscriber));
   }
 }
 
-async function read(
+/**
+ * One subscription: the call made, its chunks read into `subscriber`. A function of its own, so that
+ * the closures held while the run streams (the abort listener, the teardown) do not keep the
+ * messages and options the engine was given.
+ */
+function makeCall(
   agent: Agent<any, any, any>,
   messages: unknown,
-  options: Record<string, unknown>,
+  call: AgentCall,
+  subscriber: Subscriber<MastraChunk>,
+): TeardownLogic {
+  const outer = call.signal;
+  // Stopped before it started: there is no call to make.
+  if (outer?.aborted) return subscriber.complete();
+  const abort = new AbortController();
+  const stop = () => abort.abort(outer?.reason);
+  outer?.addEventListener('abort', stop, { once: true });
+  const requestContext = new RequestContext();
+  for (const [key, value] of Object.entries(call.context ?? {})) requestContext.set(key, value);
+  requestContext.set(MODEL_SIGNAL_KEY, abort.signal);
+  const output = agent.stream(messages as any, { ...call.options, requestContext } as any);
+  void read(output, abort.signal, subscriber);
+  return () => {
+    outer?.removeEventListener('abort', stop);
+    if (!abort.signal.aborted) abort.abort();
+  };
+}
+
+/** Reads the call's `fullStream` into `subscriber` (given the call's result, not its input: it runs as long as the run). */
+async function read(
+  called: ReturnType<Agent<any, any, any>['stream']>,
   signal: AbortSignal,
   subscriber: Subscriber<MastraChunk>,
 ): Promise<void> {
@@ -66,7 +78,7 @@ async function read(
   let reader: ReadableStreamDefaultReader<MastraChunk> | undefined;
   const cancel = () => void reader?.cancel().catch(() => undefined);
   try {
-    const output = await agent.stream(messages as any, options as any);
+    const output = await called;
     reader = (output.fullStream as ReadableStream<MastraChunk>).getReader();
     if (signal.aborted) cancel();
     else signal.addEventListener('abort', cancel, { once: true });
