@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { MonoTypeOperatorFunction, Observable, Observer, Subject, Subscriber } from 'rxjs';
+import { MonoTypeOperatorFunction, Observable, Observer, Subscribable, Subscriber, Unsubscribable } from 'rxjs';
 import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run-tools';
 import { aguiToModelMessages } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
@@ -63,7 +63,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   /** Tool calls registered for a frontend result, and those whose tool reported its result (made on first use). */
   private frontendCalls: Set<string> | undefined;
   private reported: Set<string> | undefined;
-  private readonly reports = new Subject<ReportedResult>();
+  private readonly reports = new ReportedResults();
   private readonly collector = new MessageCollector();
   /** Events shown so far: the lease checkpoints what the client saw when this moves. */
   private shown = 0;
@@ -118,7 +118,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   }
 
   /** Tool results reported by the tools themselves, for the guard to place after their TOOL_CALL_END. */
-  get results(): Observable<ReportedResult> {
+  get results(): Subscribable<ReportedResult> {
     return this.reports;
   }
 
@@ -469,5 +469,36 @@ class OwnToolCalls implements Observer<MastraChunk> {
   private drain(): void {
     while (!this.registering && this.behind?.length && !this.subscriber.closed) this.pass(this.behind.shift()!);
     if (!this.registering && this.upstreamDone) this.subscriber.complete();
+  }
+}
+
+/**
+ * The results a run's tools report, for its one reader (the guard). Not a Subject: that would hold
+ * an observers array, a subscriber and its finalizers per open run for what is one callback.
+ */
+class ReportedResults implements Subscribable<ReportedResult>, Unsubscribable {
+  private reader: Partial<Observer<ReportedResult>> | undefined;
+  private done = false;
+
+  subscribe(reader: Partial<Observer<ReportedResult>>): Unsubscribable {
+    if (this.done) reader.complete?.();
+    else this.reader = reader;
+    return this;
+  }
+
+  /** The reader's unsubscription. */
+  unsubscribe(): void {
+    this.reader = undefined;
+  }
+
+  next(result: ReportedResult): void {
+    if (!this.done) this.reader?.next?.(result);
+  }
+
+  complete(): void {
+    if (this.done) return;
+    this.done = true;
+    this.reader?.complete?.();
+    this.reader = undefined;
   }
 }

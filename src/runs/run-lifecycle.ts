@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Observable, Observer, OperatorFunction, Subscriber, Unsubscribable } from 'rxjs';
+import { Observable, Observer, OperatorFunction, Subscribable, Subscriber, Unsubscribable } from 'rxjs';
 import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
 import { repairJsonObject } from './json-repair';
 import { Outcome, Translation } from './mastra-to-agui';
@@ -315,7 +315,7 @@ export type ReportedResult = { toolCallId: string; content: unknown };
 
 export type GuardOptions = Omit<LifecycleOptions, 'emit'> & {
   /** Each goes out right after its call's TOOL_CALL_END (at once when that is out already). */
-  results?: Observable<ReportedResult>;
+  results?: Subscribable<ReportedResult>;
   /**
    * Decides how the run ends once the upstream stopped, and records it: the terminal event waits for
    * it. `closeOpen` closes what is open (call it first when the run fails, so what is recorded is
@@ -359,7 +359,7 @@ class LifecycleGuard implements Observer<Translation> {
     this.end = end;
     this.lifecycle = new RunLifecycle({ ...rest, emit: (event) => subscriber.next(event) });
     this.lifecycle.start();
-    this.reported = results?.subscribe((result) => this.report(result));
+    this.reported = results?.subscribe({ next: (result) => this.report(result) });
   }
 
   next(translation: Translation): void {
