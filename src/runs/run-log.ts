@@ -1,4 +1,4 @@
-import { Observable, Subscription } from 'rxjs';
+import { Subscribable, Unsubscribable } from 'rxjs';
 import { AguiEvent } from './agui-events';
 import { Chunk } from './run-events.repository';
 
@@ -57,7 +57,7 @@ export class RunLog {
   private readonly sinks = new Set<FrameSink>();
   private readers = 0;
   private grace: NodeJS.Timeout | undefined;
-  private subscription: Subscription | undefined;
+  private subscription: Unsubscribable | undefined;
 
   constructor(
     readonly runId: string,
@@ -65,7 +65,7 @@ export class RunLog {
   ) {}
 
   /** Starts taking the run's events (the first reader is attached before, so it gets RUN_STARTED at once). */
-  start(events$: Observable<AguiEvent>): void {
+  start(events$: Subscribable<AguiEvent>): void {
     this.subscription = events$.subscribe({
       next: (event) => this.enqueue(event),
       complete: () => this.finish(),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { Observable } from 'rxjs';
+import { Subscribable } from 'rxjs';
 import { ANY_OWNER, idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
@@ -115,7 +115,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
    */
   open(
     runId: string,
-    events$: Observable<AguiEvent>,
+    events$: Subscribable<AguiEvent>,
     graceMs: number,
     stop: () => void,
     writer: SseWriter,

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Observable } from 'rxjs';
+import { Observable, Observer, Subscribable, Unsubscribable } from 'rxjs';
 import { idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
@@ -25,15 +25,18 @@ import { ToolCallsRepository } from './tool-calls.repository';
 
 /** A run that passed every check and was claimed: its events, and how it ends when nobody reads it. */
 export type StartedRun = {
-  /** Never errors: every failure becomes RUN_ERROR, after which it completes. Unsubscribing stops the run. */
-  events$: Observable<AguiEvent>;
+  /**
+   * For one reader (its RunLog), subscribing starts the run. Never errors: every failure becomes
+   * RUN_ERROR, after which it completes. Unsubscribing stops the run.
+   */
+  events$: Subscribable<AguiEvent>;
   /** How long the run goes on once its last reader left (forwardedProps.disconnectGraceMs or the default). */
   disconnectGraceMs: number;
   /** Stops the run as its client having left (RUN_ERROR CANCELLED still goes to the events). */
   abandon: () => void;
 };
 
-/** Starts runs: refuses what can be refused before streaming, records the run, returns its event Observable. */
+/** Starts runs: refuses what can be refused before streaming, records the run, returns its events. */
 @Injectable()
 export class RunsService {
   private readonly log = new Logger(RunsService.name);
@@ -64,8 +67,8 @@ export class RunsService {
   }
 
   /**
-   * Everything that can be refused is refused here, before any byte is streamed. The Observable
-   * never errors: every failure becomes RUN_ERROR, after which it completes. Unsubscribing means the
+   * Everything that can be refused is refused here, before any byte is streamed. The events
+   * never error: every failure becomes RUN_ERROR, after which it completes. Unsubscribing means the
    * client left: the run stops (CANCELLED) and is still recorded. `clientGone` aborts when the client
    * disconnects: if it did while the run was being claimed, the run is recorded `cancelled` without
    * starting, and there is no stream (undefined).
@@ -96,25 +99,16 @@ export class RunsService {
     }
     // Made here, not in the subscription, so that the closures below keep the run and not the history.
     const execution = new RunExecution(prepared, this.deps, claimed.history);
-    const events$ = new Observable<AguiEvent>((client) => {
-      const run = execution;
-      run.start();
-      this.live.add(run);
-      // Not the client's subscription: a run whose client left still records its end.
-      this.events(run).subscribe({
-        next: (event) => {
-          run.observe(event);
-          client.next(event);
-        },
-        complete: () => {
-          this.live.delete(run);
-          client.complete();
-        },
-      });
-      return () => {
-        if (!run.ended) run.stop('CANCELLED', 'The client disconnected');
-      };
-    });
+    const events$: Subscribable<AguiEvent> = {
+      subscribe: (reader) => {
+        execution.start();
+        this.live.add(execution);
+        const reading = new RunReading(execution, reader, this.live);
+        // Not the reader's subscription: a run whose reader left still records its end.
+        this.events(execution).subscribe(reading);
+        return reading;
+      },
+    };
     const abandon = () => {
       if (execution.started && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
     };
@@ -205,5 +199,44 @@ export class RunsService {
       throw new DomainError('RUN_NOT_ACTIVE', `Run '${runId}' is not active`);
     }
     await this.broker.requestCancel(runId);
+  }
+}
+
+/**
+ * The reader of a run's events, as the run's pipeline sees it: each event is counted and collected
+ * (RunExecution.observe) before the reader gets it. The reader's unsubscription stops the run
+ * (CANCELLED) without tearing the pipeline down, so the run still records its end. One object, the
+ * pipeline's only subscriber: not an Observable wrapped around it, which would add a subscription
+ * per open run.
+ */
+class RunReading implements Observer<AguiEvent>, Unsubscribable {
+  private closed = false;
+
+  constructor(
+    private readonly run: RunExecution,
+    private readonly reader: Partial<Observer<AguiEvent>>,
+    private readonly live: LiveRuns,
+  ) {}
+
+  next(event: AguiEvent): void {
+    this.run.observe(event);
+    if (!this.closed) this.reader.next?.(event);
+  }
+
+  /** Never called (the pipeline never errors); passed on if it were. */
+  error(err: unknown): void {
+    this.live.delete(this.run);
+    if (!this.closed) this.reader.error?.(err);
+  }
+
+  complete(): void {
+    this.live.delete(this.run);
+    if (!this.closed) this.reader.complete?.();
+  }
+
+  unsubscribe(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (!this.run.ended) this.run.stop('CANCELLED', 'The client disconnected');
   }
 }
