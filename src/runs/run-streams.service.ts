@@ -66,6 +66,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   private readonly following = new Set<SseWriter>();
   private timers: NodeJS.Timeout[] = [];
   private flushing = false;
+  /** Every log's `produced`: one function for all of them, not a closure per open run. */
+  private readonly onProduced = (log: RunLog) => this.produced(log);
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -120,7 +122,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     stop: () => void,
     writer: SseWriter,
   ): void {
-    const log = new RunLog(runId, { graceMs, abandon: stop, produced: (l) => this.produced(l) });
+    const log = new RunLog(runId, { graceMs, abandon: stop, produced: this.onProduced });
     this.logs.set(runId, log);
     for (const watch of this.watchers.get(runId)?.values() ?? []) watch.release ??= log.addReader();
     this.serveLocal(log, writer, log.addReader());
