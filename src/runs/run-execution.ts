@@ -3,7 +3,7 @@ import { MonoTypeOperatorFunction, Observable, Observer, Subscribable, Subscribe
 import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run-tools';
 import { aguiToModelMessages } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
-import { StoredMessage, textOf } from '../threads/message-format';
+import { StoredMessage } from '../threads/message-format';
 import { TITLE_PROMPT } from '../agents/prompts';
 import { linearTimeSchema } from '../common/json-schema';
 import { isDatabaseUnavailable } from '../database/database-errors';
@@ -100,7 +100,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   }
 
   get runId(): string {
-    return this.prepared.input.runId;
+    return this.prepared.runId;
   }
 
   get resourceId(): string {
@@ -154,10 +154,10 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   }
 
   private startSpan(): Span | undefined {
-    const { input, principal, agent } = this.prepared;
+    const { runId, threadId, principal, agent } = this.prepared;
     return startSpan(`run ${agent.definition.id}`, SpanKind.INTERNAL, {
-      'io_bridge.run.id': input.runId,
-      'io_bridge.thread.id': input.threadId,
+      'io_bridge.run.id': runId,
+      'io_bridge.thread.id': threadId,
       'io_bridge.agent.id': agent.definition.id,
       'io_bridge.owner.hash': ownerHash(principal.resourceId),
     });
@@ -182,7 +182,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         },
         context: {
           ...run.extras,
-          forwardedProps: run.input.forwardedProps ?? {},
+          forwardedProps: run.forwardedProps,
           [RUN_CONTEXT_KEY]: this,
         },
         signal: this.abort.signal,
@@ -239,14 +239,14 @@ export class RunExecution implements RunToolContext, LeaseHolder {
 
   /** Recorded before TOOL_CALL_END goes out; a result posted earlier (on START) was kept and is claimed here. */
   private async registerFrontendCall(toolCallId: string, toolName: string): Promise<void> {
-    const { input, principal } = this.prepared;
-    await this.deps.toolCalls.register(input.runId, principal.resourceId, toolCallId, toolName);
+    const { runId, principal } = this.prepared;
+    await this.deps.toolCalls.register(runId, principal.resourceId, toolCallId, toolName);
     (this.frontendCalls ??= new Set()).add(toolCallId);
   }
 
   private abandon(toolCallId: string): void {
     void this.deps.toolCalls
-      .abandon(this.prepared.input.runId, this.prepared.principal.resourceId, toolCallId)
+      .abandon(this.prepared.runId, this.prepared.principal.resourceId, toolCallId)
       .catch(() => undefined);
   }
 
@@ -263,8 +263,8 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     }, timeoutMs);
     const waited = this.deps.metrics.frontendToolWait.startTimer();
     try {
-      const { input, principal } = this.prepared;
-      return await this.deps.broker.wait(input.runId, principal.resourceId, toolCallId, this.abort.signal);
+      const { runId, principal } = this.prepared;
+      return await this.deps.broker.wait(runId, principal.resourceId, toolCallId, this.abort.signal);
     } catch (err) {
       // Not the tool's failure, so not for the model to see: the run itself cannot go on.
       if (isDatabaseUnavailable(err)) this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
@@ -321,14 +321,14 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     }
     if (failure !== undefined && isDatabaseUnavailable(failure)) {
       this.deps.log.warn(
-        `run ${this.prepared.input.runId}: database unavailable: ${(failure as Error).message}`,
+        `run ${this.prepared.runId}: database unavailable: ${(failure as Error).message}`,
       );
       return failed('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
     }
     if (failure !== undefined) {
       this.deps.log.error(
         failure instanceof Error ? (failure.stack ?? failure.message) : 'run failed',
-        `run ${this.prepared.input.runId}`,
+        `run ${this.prepared.runId}`,
       );
       return failed('INTERNAL', 'The run failed unexpectedly');
     }
@@ -336,7 +336,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
       case 'finished':
         return { end: { status: 'finished' }, terminal: undefined, result: outcome.result };
       case 'error':
-        this.deps.log.warn(`run ${this.prepared.input.runId}: the model failed: ${outcome.message}`);
+        this.deps.log.warn(`run ${this.prepared.runId}: the model failed: ${outcome.message}`);
         return failed(
           outcome.structuredOutput ? 'STRUCTURED_OUTPUT_INVALID' : 'MODEL_ERROR',
           outcome.message,
@@ -364,7 +364,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
    */
   private async record(ending: Ending, closeOpen: () => void): Promise<Terminal> {
     let terminal = ending.terminal;
-    const { runId, threadId } = this.prepared.input;
+    const { runId, threadId } = this.prepared;
     const cut = terminal ? this.collector.openTextIds() : new Set<string>();
     if (terminal) closeOpen();
     try {
@@ -377,7 +377,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
       });
     } catch (err) {
       this.deps.log.error(
-        `run ${this.prepared.input.runId}: could not record its end: ${(err as Error).message}`,
+        `run ${this.prepared.runId}: could not record its end: ${(err as Error).message}`,
       );
       terminal ??= isDatabaseUnavailable(err)
         ? { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE }
@@ -390,8 +390,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
 
   /** memoryOptions.generateTitle: the agent's model names the thread, after the run, off the stream's path. */
   private async generateTitle(): Promise<void> {
-    const first = this.prepared.input.messages.find((m) => m.role === 'user');
-    const text = first ? textOf(first.content).trim() : '';
+    const text = this.prepared.titleSource ?? '';
     if (!text) return;
     try {
       const output = await this.prepared.agent.agent.stream(
@@ -405,13 +404,13 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         .slice(0, 80);
       if (title)
         await this.deps.conversations.setTitleIfNone(
-          this.prepared.input.threadId,
+          this.prepared.threadId,
           this.prepared.principal.resourceId,
           title,
         );
     } catch (err) {
       this.deps.log.warn(
-        `run ${this.prepared.input.runId}: title generation failed: ${(err as Error).message}`,
+        `run ${this.prepared.runId}: title generation failed: ${(err as Error).message}`,
       );
     }
   }

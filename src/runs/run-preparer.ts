@@ -7,7 +7,7 @@ import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { contextToModelMessages, ModelMessage } from '../threads/agui-to-model';
-import { StoredMessage, toStored } from '../threads/message-format';
+import { StoredMessage, textOf, toStored } from '../threads/message-format';
 import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
 import { ModelSettings, parseForwardedProps } from './forwarded-props';
 
@@ -17,7 +17,12 @@ import { ModelSettings, parseForwardedProps } from './forwarded-props';
  * not part of it, so an open run does not keep them once the engine has its own copy.
  */
 export type PreparedRun = {
-  input: RunAgentInputDto;
+  runId: string;
+  threadId: string;
+  /** As the request sent it (none: {}): the request context's `forwardedProps`. The rest of the input is not kept. */
+  forwardedProps: Record<string, unknown>;
+  /** The first user message's text, when the model is to name the thread from it (generateTitle). */
+  titleSource?: string;
   principal: Principal;
   agent: RegisteredAgent;
   context: ModelMessage[];
@@ -82,7 +87,10 @@ export class RunPreparer {
     const agent = this.agents.get(options.agentId);
     const defaults = agent.definition.defaults;
     const run: PreparedRun = {
-      input,
+      runId: input.runId,
+      threadId: input.threadId,
+      forwardedProps: input.forwardedProps ?? {},
+      ...(options.generateTitle ? { titleSource: firstUserText(input) } : {}),
       principal,
       agent,
       context: contextToModelMessages(input.context),
@@ -121,4 +129,10 @@ export class RunPreparer {
     }
     return out;
   }
+}
+
+/** The text of the run's first user message ('' when none). */
+function firstUserText(input: RunAgentInputDto): string {
+  const first = input.messages.find((m) => m.role === 'user');
+  return first ? textOf(first.content).trim() : '';
 }

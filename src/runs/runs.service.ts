@@ -121,7 +121,7 @@ export class RunsService {
    * never held back for other requests' admissions: under a burst its first content comes sooner.
    */
   private events(run: RunExecution): Observable<AguiEvent> {
-    const { threadId, runId } = run.prepared.input;
+    const { threadId, runId } = run.prepared;
     const { messages, call } = run.agentCall();
     return run.inSpan(this.runner.stream(run.prepared.agent.agent, messages, call)).pipe(
       run.ownToolCalls(),
@@ -146,17 +146,17 @@ export class RunsService {
     const end = { status: 'cancelled', code: 'CANCELLED', message: 'The client disconnected' } as const;
     try {
       await this.conversations.endRun({
-        runId: run.input.runId,
-        threadId: run.input.threadId,
+        runId: run.runId,
+        threadId: run.threadId,
         resourceId: run.principal.resourceId,
         end,
         produced: [],
       });
     } catch (err) {
       // Not renewed, its lease lapses and the reaper frees the thread instead.
-      this.log.warn(`run ${run.input.runId}: could not record its cancel: ${(err as Error).message}`);
+      this.log.warn(`run ${run.runId}: could not record its cancel: ${(err as Error).message}`);
     }
-    this.log.log(`run ${run.input.runId}: the client left before its stream began; recorded cancelled`);
+    this.log.log(`run ${run.runId}: the client left before its stream began; recorded cancelled`);
     this.metrics.runOutcomes.inc({ status: end.status, code: end.code });
   }
 
