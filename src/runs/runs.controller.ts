@@ -23,6 +23,7 @@ import {
   ApiTags,
   getSchemaPath,
 } from '@nestjs/swagger';
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { CurrentPrincipal, type Principal } from '../auth/principal';
 import type { AppConfig } from '../config/config';
@@ -96,15 +97,12 @@ export class RunsController {
   ): Promise<void> {
     const started = process.hrtime.bigint();
     // Heard while the run is claimed: a client that leaves meanwhile must not leave it running.
-    const clientGone = new AbortController();
-    const leftDuringClaim = () => clientGone.abort();
-    if (reply.raw.destroyed) clientGone.abort();
-    else reply.raw.on('close', leftDuringClaim);
+    const clientGone = whileClaiming(reply.raw);
     // Every log line of this run, in this request's context, names it.
     this.pino.assign({ runId: input.runId, threadId: input.threadId, resourceId: principal.resourceId });
     const run = await this.runs.start(input, principal, clientGone.signal);
-    // From here the stream hears the client (SseWriter): not kept for the length of the run.
-    reply.raw.off('close', leftDuringClaim);
+    // From here the stream hears the client (SseWriter).
+    clientGone.stop();
     // The run keeps its validated input; the parsed body Fastify holds for the request's length (the
     // whole stream) is not read again.
     reply.request.body = undefined;
@@ -117,13 +115,20 @@ export class RunsController {
     const writer = new SseWriter(reply, this.writerOptions());
     this.streams.open(input.runId, run.events$, run.disconnectGraceMs, run.abandon, writer);
     // RUN_STARTED was written synchronously; the whole request lasts until the stream ends.
-    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
-    this.metrics.timeToFirstEvent.observe(seconds());
+    this.metrics.timeToFirstEvent.observe(secondsSince(started));
+    this.observeDurationAtClose(reply.raw, started);
+  }
+
+  /**
+   * The run's request duration, observed when its stream closes. A method of its own: the listener,
+   * held for the length of the run, keeps only what it needs, not the handler's other variables.
+   */
+  private observeDurationAtClose(raw: ServerResponse, started: bigint): void {
     // `close` comes once: `on` spares the wrapper `once` would keep for the length of the run.
-    reply.raw.on('close', () =>
+    raw.on('close', () =>
       this.metrics.httpDuration.observe(
         { method: 'POST', route: `${this.config.prefix}/run`, status: '200' },
-        seconds(),
+        secondsSince(started),
       ),
     );
   }
@@ -253,4 +258,15 @@ function sequenceNumber(value: unknown, name: string): number {
     ]);
   }
   return Number(text);
+}
+
+const secondsSince = (started: bigint) => Number(process.hrtime.bigint() - started) / 1e9;
+
+/** Aborts `signal` when the client leaves, until `stop()`: only the claim needs to hear it. */
+function whileClaiming(raw: ServerResponse): { signal: AbortSignal; stop: () => void } {
+  const gone = new AbortController();
+  const left = () => gone.abort();
+  if (raw.destroyed) gone.abort();
+  else raw.on('close', left);
+  return { signal: gone.signal, stop: () => raw.off('close', left) };
 }
