@@ -1,5 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { MonoTypeOperatorFunction, Observable, Observer, Subscribable, Subscriber, Unsubscribable } from 'rxjs';
+import {
+  MonoTypeOperatorFunction,
+  Observable,
+  Observer,
+  Subscribable,
+  Subscriber,
+  Unsubscribable,
+} from 'rxjs';
 import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../agents/tools/run-tools';
 import { aguiToModelMessages } from '../threads/agui-to-model';
 import { MessageCollector } from '../threads/message-collector';
@@ -320,9 +327,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
       };
     }
     if (failure !== undefined && isDatabaseUnavailable(failure)) {
-      this.deps.log.warn(
-        `run ${this.prepared.runId}: database unavailable: ${(failure as Error).message}`,
-      );
+      this.deps.log.warn(`run ${this.prepared.runId}: database unavailable: ${(failure as Error).message}`);
       return failed('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
     }
     if (failure !== undefined) {
@@ -376,9 +381,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         produced: this.stores ? this.collector.produced(cut) : [],
       });
     } catch (err) {
-      this.deps.log.error(
-        `run ${this.prepared.runId}: could not record its end: ${(err as Error).message}`,
-      );
+      this.deps.log.error(`run ${this.prepared.runId}: could not record its end: ${(err as Error).message}`);
       terminal ??= isDatabaseUnavailable(err)
         ? { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE }
         : { code: 'INTERNAL', message: 'The run could not be recorded' };
@@ -409,9 +412,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
           title,
         );
     } catch (err) {
-      this.deps.log.warn(
-        `run ${this.prepared.runId}: title generation failed: ${(err as Error).message}`,
-      );
+      this.deps.log.warn(`run ${this.prepared.runId}: title generation failed: ${(err as Error).message}`);
     }
   }
 }
@@ -466,7 +467,8 @@ class OwnToolCalls implements Observer<MastraChunk> {
   }
 
   private drain(): void {
-    while (!this.registering && this.behind?.length && !this.subscriber.closed) this.pass(this.behind.shift()!);
+    while (!this.registering && this.behind?.length && !this.subscriber.closed)
+      this.pass(this.behind.shift()!);
     if (!this.registering && this.upstreamDone) this.subscriber.complete();
   }
 }

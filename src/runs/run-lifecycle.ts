@@ -382,7 +382,8 @@ class LifecycleGuard implements Observer<Translation> {
   }
 
   private report({ toolCallId, content }: ReportedResult): void {
-    if (this.lifecycle.toolCallEnded(toolCallId)) this.push({ type: 'TOOL_CALL_RESULT', toolCallId, content });
+    if (this.lifecycle.toolCallEnded(toolCallId))
+      this.push({ type: 'TOOL_CALL_RESULT', toolCallId, content });
     else (this.held ??= new Map()).set(toolCallId, content);
   }
 
