@@ -24,6 +24,8 @@ export type AgentCall = {
  * Text deltas that arrive in the same event-loop turn come out as one `text-delta` chunk: the engine
  * hands over a chunk per token, often thousands within one turn, and everything downstream then
  * works per turn instead of per token. Any other chunk first flushes them, so the order is kept.
+ * The run's first text delta comes out at once, not at the end of the turn: when many runs start
+ * together one turn runs all their engines, and the first words would wait for all of them.
  */
 @Injectable()
 export class MastraRunner {
@@ -56,6 +58,7 @@ async function read(
 ): Promise<void> {
   let text = '';
   let flushScheduled = false;
+  let shownText = false;
   const flush = () => {
     flushScheduled = false;
     if (!text || subscriber.closed) return;
@@ -77,7 +80,11 @@ async function read(
         const delta: unknown = value.payload?.text;
         if (typeof delta !== 'string' || !delta) continue;
         text += delta;
-        if (!flushScheduled) {
+        if (!shownText) {
+          // The run's first words go on at once: a turn can be long when many runs start together.
+          shownText = true;
+          flush();
+        } else if (!flushScheduled) {
           flushScheduled = true;
           setImmediate(flush);
         }
