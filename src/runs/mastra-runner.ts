@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { Agent } from '@mastra/core/agent';
 import { RequestContext } from '@mastra/core/request-context';
 import { Observable, Subscriber } from 'rxjs';
-import { MODEL_SIGNAL_KEY } from '../agents/abortable-model';
+import { MODEL_PACE_KEY, MODEL_SIGNAL_KEY } from '../agents/abortable-model';
 import { MastraChunk } from './mastra-to-agui';
+import type { Pace } from './starts-first';
 
 /** One call of `agent.stream()`, as the runner makes it. */
 export type AgentCall = {
@@ -13,6 +14,8 @@ export type AgentCall = {
   context?: Record<string, unknown>;
   /** Stops the call, as unsubscribing does. */
   signal?: AbortSignal;
+  /** Paces the model's streams once the run has shown its first content (StartsFirst). */
+  pace?: Pace;
 };
 
 /**
@@ -40,6 +43,7 @@ export class MastraRunner {
       const requestContext = new RequestContext();
       for (const [key, value] of Object.entries(call.context ?? {})) requestContext.set(key, value);
       requestContext.set(MODEL_SIGNAL_KEY, abort.signal);
+      if (call.pace) requestContext.set(MODEL_PACE_KEY, call.pace);
       void read(agent, messages, { ...call.options, requestContext }, abort.signal, subscriber);
       return () => {
         outer?.removeEventListener('abort', stop);

@@ -155,6 +155,7 @@ export class RunExecution implements RunToolContext {
           [RUN_CONTEXT_KEY]: this,
         },
         signal: this.abort.signal,
+        pace: run.pace,
       },
     };
   }
@@ -240,6 +241,7 @@ export class RunExecution implements RunToolContext {
    * messages the client was shown) and returns the terminal event's content.
    */
   async end({ outcome, failure }: Stopped, closeOpen: () => void): Promise<Terminal> {
+    this.prepared.pace?.started();
     this.untrack();
     this.reports.complete();
     const ending = this.ending(outcome, failure);

@@ -22,6 +22,7 @@ import { ConversationStore } from './conversation.store';
 import { RunLeases } from './run-leases';
 import { RunsRepository } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
+import { StartsFirst } from './starts-first';
 
 /** A run that passed every check and was claimed: its events, and how it ends when nobody reads it. */
 export type StartedRun = {
@@ -51,6 +52,7 @@ export class RunsService {
     private readonly leases: RunLeases,
     private readonly drain: DrainState,
     private readonly metrics: Metrics,
+    private readonly startsFirst: StartsFirst,
   ) {
     this.deps = {
       conversations,
@@ -77,6 +79,18 @@ export class RunsService {
   ): Promise<StartedRun | undefined> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
     const prepared = this.preparer.prepare(input, principal);
+    // Starting from here until its first content: runs past theirs yield to it (StartsFirst).
+    const pace = (prepared.pace = this.startsFirst.begin());
+    try {
+      return await this.claimAndStart(prepared, clientGone);
+    } catch (err) {
+      pace.started();
+      throw err;
+    }
+  }
+
+  private async claimAndStart(prepared: PreparedRun, clientGone?: AbortSignal): Promise<StartedRun | undefined> {
+    const { input, principal } = prepared;
     const claimed = await this.conversations.claim({
       threadId: input.threadId,
       runId: input.runId,
@@ -92,6 +106,7 @@ export class RunsService {
     prepared.history = claimed.history;
     prepared.stateless = claimed.stateless;
     if (clientGone?.aborted) {
+      prepared.pace?.started();
       await this.cancelUnstarted(prepared);
       return undefined;
     }
