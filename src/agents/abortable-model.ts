@@ -65,7 +65,14 @@ async function tracedStream(model: CallableModel, options: ModelCall): Promise<S
 }
 
 /** The parts that are the run's first content: from the first of them on, its parts are paced. */
-const CONTENT_PARTS = new Set(['text-delta', 'reasoning-delta', 'tool-input-start', 'tool-call', 'finish', 'error']);
+const CONTENT_PARTS = new Set([
+  'text-delta',
+  'reasoning-delta',
+  'tool-input-start',
+  'tool-call',
+  'finish',
+  'error',
+]);
 
 /** The call's stream, its parts after the run's first content each taken in the run's turn (StartsFirst). */
 function paced(result: StreamResult, pace: Pace): StreamResult {

@@ -95,7 +95,13 @@ describe('RunLog', () => {
     log.attach(sink, 0);
     log.start(events$);
     events$.next(started);
-    events$.next({ type: 'TOOL_CALL_START', timestamp: 2, toolCallId: 'c', toolCallName: 'add' });
+    events$.next({
+      type: 'TOOL_CALL_START',
+      timestamp: 2,
+      toolCallId: 'c',
+      toolCallName: 'add',
+      parentMessageId: 'm',
+    });
     events$.next({ type: 'TOOL_CALL_ARGS', timestamp: 2, toolCallId: 'c', delta: '{}' });
     expect(parseFrames(sink.frames).map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START']);
   });

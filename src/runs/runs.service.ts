@@ -89,7 +89,10 @@ export class RunsService {
     }
   }
 
-  private async claimAndStart(prepared: PreparedRun, clientGone?: AbortSignal): Promise<StartedRun | undefined> {
+  private async claimAndStart(
+    prepared: PreparedRun,
+    clientGone?: AbortSignal,
+  ): Promise<StartedRun | undefined> {
     const { input, principal } = prepared;
     const claimed = await this.conversations.claim({
       threadId: input.threadId,

@@ -83,8 +83,8 @@ describe('a paced model stream (withAbortSignal with a pace)', () => {
     const pace = starts.begin();
     const other = starts.begin();
     const model = withAbortSignal(new ScriptedModel(), new AbortController().signal, pace);
-    const { stream } = await model.doStream({ prompt: prompt('/bench 20') } as never);
-    const { types, turns } = await read(stream as ReadableStream<{ type: string }>);
+    const { stream } = await model.doStream({ prompt: prompt('/bench 20') });
+    const { types, turns } = await read(stream);
     expect(types.filter((t) => t === 'text-delta')).toHaveLength(20);
     expect(starts.startingNow).toBe(1);
     // 19 more deltas, the text's end and the finish each waited for a turn.
@@ -95,8 +95,8 @@ describe('a paced model stream (withAbortSignal with a pace)', () => {
   it('goes as fast as the model when no run is starting', async () => {
     const starts = new StartsFirst();
     const model = withAbortSignal(new ScriptedModel(), new AbortController().signal, starts.begin());
-    const { stream } = await model.doStream({ prompt: prompt('/bench 20') } as never);
-    const { types, turns } = await read(stream as ReadableStream<{ type: string }>);
+    const { stream } = await model.doStream({ prompt: prompt('/bench 20') });
+    const { types, turns } = await read(stream);
     expect(types.filter((t) => t === 'text-delta')).toHaveLength(20);
     expect(turns).toBeLessThan(3);
     expect(starts.startingNow).toBe(0);
@@ -105,7 +105,7 @@ describe('a paced model stream (withAbortSignal with a pace)', () => {
   it('ends the start of a run whose stream is cancelled before any content', async () => {
     const starts = new StartsFirst();
     const model = withAbortSignal(new ScriptedModel(), new AbortController().signal, starts.begin());
-    const { stream } = await model.doStream({ prompt: prompt('/slow 60000 a b') } as never);
+    const { stream } = await model.doStream({ prompt: prompt('/slow 60000 a b') });
     await stream.cancel();
     expect(starts.startingNow).toBe(0);
   });
@@ -118,8 +118,8 @@ describe('a paced model stream (withAbortSignal with a pace)', () => {
     context.set(MODEL_SIGNAL_KEY, new AbortController().signal);
     context.set(MODEL_PACE_KEY, pace);
     const model = (await abortableModel(new ScriptedModel())({ requestContext: context })) as ScriptedModel;
-    const { stream } = await model.doStream({ prompt: prompt('/bench 20') } as never);
-    const { turns } = await read(stream as ReadableStream<{ type: string }>);
+    const { stream } = await model.doStream({ prompt: prompt('/bench 20') });
+    const { turns } = await read(stream);
     expect(turns).toBeGreaterThanOrEqual(19);
     other.started();
   });
