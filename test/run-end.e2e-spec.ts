@@ -1,3 +1,4 @@
+import { StartsFirst } from '../src/runs/starts-first';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Client } from 'pg';
 import { ConversationStore } from '../src/runs/conversation.store';
@@ -85,6 +86,7 @@ describe('a client that disconnects while its run is being claimed', () => {
     );
     expect(produced.rowCount).toBe(0);
     await expectThreadFree(t, input.threadId);
+    expect(t.app.get(StartsFirst).startingNow).toBe(0);
   });
 });
 

@@ -1,4 +1,5 @@
 import { HttpAgent } from '@ag-ui/client';
+import { StartsFirst } from '../src/runs/starts-first';
 import { assertStreamRules } from './support/stream-rules';
 import { endedRunRow, runRow, startApp, TestApp } from './support/app';
 import {
@@ -289,6 +290,11 @@ describe('POST /io-bridge/run', () => {
       expect(res.status).toBe(404);
       expect(await res.json()).toMatchObject({ statusCode: 404, code: 'NOT_FOUND' });
     });
+  });
+
+  it('leaves no run counted as starting once its runs ended, refused ones (409) and failed ones included', () => {
+    // A start left counted would pace every later run's stream for good.
+    expect(t.app.get(StartsFirst).startingNow).toBe(0);
   });
 });
 

@@ -3,6 +3,7 @@ import { resolveModelConfig } from '@mastra/core/llm';
 import type { RequestContext } from '@mastra/core/request-context';
 import { Span, SpanKind } from '@opentelemetry/api';
 import { endWithError, startSpan, tracingOn, withSpan, withTraceHeaders } from '../ops/tracing';
+import type { Pace } from '../runs/starts-first';
 import { RUN_CONTEXT_KEY, RunToolContext } from './tools/run-tools';
 
 type ModelCall = { abortSignal?: AbortSignal; headers?: Record<string, string | undefined> };
@@ -63,19 +64,68 @@ async function tracedStream(model: CallableModel, options: ModelCall): Promise<S
   return { ...result, stream };
 }
 
-/** The model with `signal` added to the abort signal of every call it is given. */
-export function withAbortSignal<M extends object>(model: M, signal: AbortSignal): M {
+/** The parts that are the run's first content: from the first of them on, its parts are paced. */
+const CONTENT_PARTS = new Set([
+  'text-delta',
+  'reasoning-delta',
+  'tool-input-start',
+  'tool-call',
+  'finish',
+  'error',
+]);
+
+/** The call's stream, its parts after the run's first content each taken in the run's turn (StartsFirst). */
+function paced(result: StreamResult, pace: Pace): StreamResult {
+  const reader = result.stream.getReader();
+  let shown = false;
+  const stream = new ReadableStream<StreamPart>(
+    {
+      async pull(controller) {
+        if (shown) await pace.turn();
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            pace.started();
+            return controller.close();
+          }
+          if (!shown && CONTENT_PARTS.has(value.type)) {
+            shown = true;
+            pace.started();
+          }
+          controller.enqueue(value);
+        } catch (err) {
+          pace.started();
+          throw err;
+        }
+      },
+      cancel(reason) {
+        pace.started();
+        return reader.cancel(reason);
+      },
+    },
+    // Read only when Mastra reads: a part read ahead would not wait for its turn.
+    { highWaterMark: 0 },
+  );
+  return { ...result, stream };
+}
+
+/**
+ * The model with `signal` added to the abort signal of every call it is given, and its streams
+ * paced by `pace` when given.
+ */
+export function withAbortSignal<M extends object>(model: M, signal: AbortSignal, pace?: Pace): M {
   const calls = model as unknown as CallableModel;
   const signalOf = (options: ModelCall) =>
     options.abortSignal ? AbortSignal.any([options.abortSignal, signal]) : signal;
+  const stream = async (o: ModelCall): Promise<StreamResult> => {
+    const result = await (tracingOn()
+      ? tracedStream(calls, { ...o, abortSignal: signalOf(o) })
+      : calls.doStream({ ...o, abortSignal: signalOf(o) }));
+    return pace ? paced(result, pace) : result;
+  };
   return new Proxy(model, {
     get(target, property) {
-      if (property === 'doStream') {
-        return (o: ModelCall) =>
-          tracingOn()
-            ? tracedStream(calls, { ...o, abortSignal: signalOf(o) })
-            : calls.doStream({ ...o, abortSignal: signalOf(o) });
-      }
+      if (property === 'doStream') return stream;
       if (property === 'doGenerate') {
         return (o: ModelCall) => calls.doGenerate({ ...o, abortSignal: signalOf(o) });
       }
@@ -88,6 +138,9 @@ export function withAbortSignal<M extends object>(model: M, signal: AbortSignal)
 
 /** The request-context key of the signal that aborts a call's provider requests (set by MastraRunner). */
 export const MODEL_SIGNAL_KEY = 'io-bridge.model-signal';
+
+/** The request-context key of the run's pace (StartsFirst), set by MastraRunner when the run has one. */
+export const MODEL_PACE_KEY = 'io-bridge.model-pace';
 
 /**
  * The agent's model, bound per call to the run it serves: the call's abort signal (or else the run's)
@@ -103,6 +156,7 @@ export function abortableModel(config: MastraModelConfig) {
     const signal =
       requestContext.get<string, AbortSignal | undefined>(MODEL_SIGNAL_KEY) ??
       requestContext.get<string, RunToolContext | undefined>(RUN_CONTEXT_KEY)?.signal;
-    return signal ? withAbortSignal(model, signal) : model;
+    const pace = requestContext.get<string, Pace | undefined>(MODEL_PACE_KEY);
+    return signal ? withAbortSignal(model, signal, pace) : model;
   };
 }

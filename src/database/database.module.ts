@@ -4,13 +4,17 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { dataSourceOptions } from './data-source';
 import { runMigrations } from './migrate';
+import { AdmissionsFirst } from './admissions-first';
 import { PgNotifications } from './pg-notifications.service';
 
-/** TypeORM on the database the bootstrap resolved (`DATABASE_URL` or the embedded one), and LISTEN/NOTIFY. */
+/**
+ * TypeORM on the database the bootstrap resolved (`DATABASE_URL` or the embedded one), LISTEN/NOTIFY,
+ * and the order of statements on its pool (claims first).
+ */
 @Global()
 @Module({
-  providers: [PgNotifications],
-  exports: [PgNotifications],
+  providers: [PgNotifications, AdmissionsFirst],
+  exports: [PgNotifications, AdmissionsFirst],
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/errors';
+import { AdmissionsFirst } from '../database/admissions-first';
 import { queryPrepared } from '../database/prepared';
 import { StoredMessage } from '../threads/message-format';
 import { ThreadsRepository } from '../threads/threads.repository';
@@ -56,6 +57,7 @@ export class ConversationStore {
     @InjectDataSource() private readonly db: DataSource,
     private readonly threads: ThreadsRepository,
     private readonly runs: RunsRepository,
+    private readonly order: AdmissionsFirst,
   ) {}
 
   /**
@@ -67,7 +69,11 @@ export class ConversationStore {
    * sees: the stored history (its last `lastMessages`) followed by those new messages; a stateless
    * run sees only its own messages.
    */
-  async claim(run: ClaimRun): Promise<Claimed> {
+  claim(run: ClaimRun): Promise<Claimed> {
+    return this.order.admission(() => this.claimOrReap(run));
+  }
+
+  private async claimOrReap(run: ClaimRun): Promise<Claimed> {
     try {
       return await this.claimOnce(run);
     } catch (err) {
@@ -152,9 +158,10 @@ export class ConversationStore {
    * The run's end and what it produced, in one statement; nothing is stored into a thread that was
    * deleted meanwhile, nor by a stateless run (even if a thread of that id exists by now), nor by a
    * run another instance already ended (its lease lapsed: that record and the checkpoint it kept
-   * stand). Unanswered tool calls close with the run.
+   * stand). Unanswered tool calls close with the run. Sent once no claim is in flight (AdmissionsFirst).
    */
   async endRun(run: EndRun): Promise<void> {
+    await this.order.turn();
     await queryPrepared(
       this.db,
       'io-bridge.end-run',

@@ -97,6 +97,25 @@ describe('MastraRunner (a real Mastra agent on the scripted model)', () => {
     expect(types.lastIndexOf('text-delta')).toBeLessThan(types.indexOf('text-end'));
   });
 
+  it("the run's first delta comes out alone, within its turn; the rest of the turn is one chunk", async () => {
+    const agent = agentOn(new SignalRecordingModel());
+    let turnEnded = false;
+    const seen: Array<{ text: string; turnEnded: boolean }> = [];
+    await new Promise<void>((resolve, reject) =>
+      runner.stream(agent, '/bench 50').subscribe({
+        next: (c) => {
+          if (c.type !== 'text-delta') return;
+          if (!seen.length) setImmediate(() => (turnEnded = true));
+          seen.push({ text: c.payload.text, turnEnded });
+        },
+        complete: resolve,
+        error: reject,
+      }),
+    );
+    expect(seen.map((d) => d.text)).toEqual(['x ', 'x '.repeat(49)]);
+    expect(seen[0].turnEnded).toBe(false);
+  });
+
   it('passes the options to agent.stream and keeps the context entries for the tools and model', async () => {
     const agent = agentOn(new SignalRecordingModel());
     const chunks = await collect(

@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { Agent } from '@mastra/core/agent';
 import { RequestContext } from '@mastra/core/request-context';
 import { Observable, Subscriber, TeardownLogic } from 'rxjs';
-import { MODEL_SIGNAL_KEY } from '../agents/abortable-model';
+import { MODEL_PACE_KEY, MODEL_SIGNAL_KEY } from '../agents/abortable-model';
 import { MastraChunk } from './mastra-to-agui';
+import type { Pace } from './starts-first';
 
 /** One call of `agent.stream()`, as the runner makes it. */
 export type AgentCall = {
@@ -13,6 +14,8 @@ export type AgentCall = {
   context?: Record<string, unknown>;
   /** Stops the call, as unsubscribing does. */
   signal?: AbortSignal;
+  /** Paces the model's streams once the run has shown its first content (StartsFirst). */
+  pace?: Pace;
 };
 
 /**
@@ -24,6 +27,8 @@ export type AgentCall = {
  * Text deltas that arrive in the same event-loop turn come out as one `text-delta` chunk: the engine
  * hands over a chunk per token, often thousands within one turn, and everything downstream then
  * works per turn instead of per token. Any other chunk first flushes them, so the order is kept.
+ * The run's first text delta comes out at once, not at the end of the turn: when many runs start
+ * together one turn runs all their engines, and the first words would wait for all of them.
  */
 @Injectable()
 export class MastraRunner {
@@ -52,6 +57,7 @@ function makeCall(
   const requestContext = new RequestContext();
   for (const [key, value] of Object.entries(call.context ?? {})) requestContext.set(key, value);
   requestContext.set(MODEL_SIGNAL_KEY, abort.signal);
+  if (call.pace) requestContext.set(MODEL_PACE_KEY, call.pace);
   const output = agent.stream(messages as any, { ...call.options, requestContext } as any);
   void read(output, abort.signal, subscriber);
   return () => {
@@ -68,6 +74,7 @@ async function read(
 ): Promise<void> {
   let text = '';
   let flushScheduled = false;
+  let shownText = false;
   const flush = () => {
     flushScheduled = false;
     if (!text || subscriber.closed) return;
@@ -89,7 +96,11 @@ async function read(
         const delta: unknown = value.payload?.text;
         if (typeof delta !== 'string' || !delta) continue;
         text += delta;
-        if (!flushScheduled) {
+        if (!shownText) {
+          // The run's first words go on at once: a turn can be long when many runs start together.
+          shownText = true;
+          flush();
+        } else if (!flushScheduled) {
           flushScheduled = true;
           setImmediate(flush);
         }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AdmissionsFirst } from '../database/admissions-first';
 import { queryPrepared } from '../database/prepared';
 
 /**
@@ -49,7 +50,10 @@ export function parseAnnouncement(payload: string): { runId: string; chunk?: Chu
  */
 @Injectable()
 export class RunEventsRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly order: AdmissionsFirst,
+  ) {}
 
   /**
    * Stores chunks and,
@@ -59,9 +63,11 @@ export class RunEventsRepository {
    * not wait for the WAL to reach disk (`synchronous_commit` off for this transaction only): a
    * follower on another replica waits on this write, and a database crash loses at most the last
    * moments of a replay log, never a run's recorded end or messages (those commits stay synchronous).
+   * Sent once no claim is in flight (AdmissionsFirst).
    */
   async append(chunks: StoredChunk[], announce: string[]): Promise<void> {
     if (!chunks.length) return;
+    await this.order.turn();
     await queryPrepared(
       this.db,
       'io-bridge.append-run-events',

@@ -193,6 +193,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
           [RUN_CONTEXT_KEY]: this,
         },
         signal: this.abort.signal,
+        pace: run.pace,
       },
     };
   }
@@ -287,6 +288,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
    * messages the client was shown) and returns the terminal event's content.
    */
   async end({ outcome, failure }: Stopped, closeOpen: () => void): Promise<Terminal> {
+    this.prepared.pace?.started();
     this.deps.broker.untrack(this.runId);
     this.reports.complete();
     const ending = this.ending(outcome, failure);

@@ -13,6 +13,8 @@ const text = (delta: string): AguiEvent => ({
   delta,
 });
 const finished: AguiEvent = { type: 'RUN_FINISHED', timestamp: 3, threadId: 't', runId: 'r' };
+const step: AguiEvent = { type: 'STEP_STARTED', timestamp: 2, stepName: 'step-1' };
+const textStart: AguiEvent = { type: 'TEXT_MESSAGE_START', timestamp: 2, messageId: 'm', role: 'assistant' };
 
 /** A sink that keeps what it is given. */
 class Collected implements FrameSink {
@@ -42,36 +44,66 @@ function openLog(graceMs = 0) {
 }
 
 describe('RunLog', () => {
-  it('frames RUN_STARTED at once, then one chunk per event-loop turn with deltas of one message merged', async () => {
+  it('frames every event up to the first content at once, then one chunk per event-loop turn with deltas of one message merged', async () => {
     const { log, events$, produced } = openLog();
     const sink = new Collected();
     log.attach(sink, 0);
     log.start(events$);
     events$.next(started);
     expect(sink.chunks).toEqual([{ first: 1, last: 1, frames: frame(1, started), terminal: false }]);
+    events$.next(step);
+    events$.next(textStart);
     events$.next(text('Hel'));
+    // The first words do not wait for the end of the turn (it may be running many engines).
+    expect(sink.chunks.map((c) => [c.first, c.last])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 3],
+      [4, 4],
+    ]);
     events$.next(text('lo'));
-    expect(sink.chunks).toHaveLength(1);
+    events$.next(text(' you'));
+    expect(sink.chunks).toHaveLength(4);
     await turn();
-    expect(sink.chunks[1]).toEqual({ first: 2, last: 2, frames: frame(2, text('Hello')), terminal: false });
+    expect(sink.chunks[4]).toEqual({ first: 5, last: 5, frames: frame(5, text('lo you')), terminal: false });
     events$.next(text('!'));
     events$.next(finished);
     events$.complete();
-    expect(sink.chunks[2]).toEqual({
-      first: 3,
-      last: 4,
-      frames: frame(3, text('!')) + frame(4, finished),
+    expect(sink.chunks[5]).toEqual({
+      first: 6,
+      last: 7,
+      frames: frame(6, text('!')) + frame(7, finished),
       terminal: true,
     });
     expect(sink.ended).toBe(true);
     expect(log.complete).toBe(true);
-    expect(produced).toEqual([1, 2, 4]);
+    expect(produced).toEqual([1, 2, 3, 4, 5, 7]);
     expect(parseFrames(sink.frames).map((e) => e.type)).toEqual([
       'RUN_STARTED',
+      'STEP_STARTED',
+      'TEXT_MESSAGE_START',
+      'TEXT_MESSAGE_CONTENT',
       'TEXT_MESSAGE_CONTENT',
       'TEXT_MESSAGE_CONTENT',
       'RUN_FINISHED',
     ]);
+  });
+
+  it('frames a first tool call at once, as a first text', () => {
+    const { log, events$ } = openLog();
+    const sink = new Collected();
+    log.attach(sink, 0);
+    log.start(events$);
+    events$.next(started);
+    events$.next({
+      type: 'TOOL_CALL_START',
+      timestamp: 2,
+      toolCallId: 'c',
+      toolCallName: 'add',
+      parentMessageId: 'm',
+    });
+    events$.next({ type: 'TOOL_CALL_ARGS', timestamp: 2, toolCallId: 'c', delta: '{}' });
+    expect(parseFrames(sink.frames).map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START']);
   });
 
   it('gives a reader attached later what memory holds after its position, then the same chunks as the first', async () => {

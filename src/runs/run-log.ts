@@ -33,12 +33,20 @@ export type RunLogOptions = {
   produced: (log: RunLog) => void;
 };
 
+/** What the client reads as the run's first content (a terminal event ends the run anyway). */
+const FIRST_CONTENT: ReadonlySet<AguiEvent['type']> = new Set([
+  'TEXT_MESSAGE_CONTENT',
+  'TOOL_CALL_START',
+  'REASONING_MESSAGE_CONTENT',
+]);
+
 /**
  * One live run's events as its readers get them, on the instance that runs it. Events of one
  * event-loop turn become one chunk of frames, numbered once (consecutive TEXT_MESSAGE_CONTENT
  * deltas of one message merged into one event, as the client sees the same text with fewer frames),
- * so the original stream and every joiner get the same bytes. The first event (RUN_STARTED) is
- * framed at once, so it goes out with the headers. Chunks stay in memory until they are stored;
+ * so the original stream and every joiner get the same bytes. The events up to the run's first
+ * content are framed at once: RUN_STARTED goes out with the headers, and the first words as soon as
+ * the engine has them. Chunks stay in memory until they are stored;
  * a reader further back reads storage first.
  */
 export class RunLog {
@@ -53,6 +61,8 @@ export class RunLog {
   /** A write of this log's chunks is in flight (the store writes one at a time per run). */
   writing = false;
   private pending: AguiEvent[] = [];
+  /** The run's first content was framed: from then on the events of a turn are framed together. */
+  private contentFramed = false;
   private flushScheduled = false;
   private readonly sinks = new Set<FrameSink>();
   private readers = 0;
@@ -139,7 +149,12 @@ export class RunLog {
     } else {
       this.pending.push(event.type === 'TEXT_MESSAGE_CONTENT' ? { ...event } : event);
     }
-    if (this.seq === 0) return this.flush();
+    // Until the run's first content, its frames go out at once: when many runs start together a
+    // turn runs all their engines, and the first words would otherwise wait for the end of it.
+    if (!this.contentFramed) {
+      this.contentFramed = FIRST_CONTENT.has(event.type);
+      return this.flush();
+    }
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => {

@@ -10,6 +10,7 @@ import { contextToModelMessages, ModelMessage } from '../threads/agui-to-model';
 import { StoredMessage, textOf, toStored } from '../threads/message-format';
 import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
 import { ModelSettings, parseForwardedProps } from './forwarded-props';
+import type { Pace } from './starts-first';
 
 /**
  * A run that passed every check before streaming, with its model input ready. Held for the run's
@@ -43,6 +44,8 @@ export type PreparedRun = {
   extras: Record<string, unknown>;
   /** How long the run goes on once nobody reads it, for a reader to rejoin (0: it stops at once). */
   disconnectGraceMs: number;
+  /** The run's place among the runs starting on this instance (set when its request is taken up). */
+  pace?: Pace;
 };
 
 /** Checks a run request against the limits and resolves its agent, options and tools, before anything is stored. */

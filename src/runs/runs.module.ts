@@ -10,6 +10,7 @@ import { RunsController } from './runs.controller';
 import { RunsService } from './runs.service';
 import { FrontendToolBroker } from './frontend-tools.broker';
 import { RunStreams } from './run-streams.service';
+import { StartsFirst } from './starts-first';
 
 @Module({
   imports: [AgentsModule, RepositoriesModule],
@@ -24,6 +25,7 @@ import { RunStreams } from './run-streams.service';
     FrontendToolBroker,
     RunLeases,
     RunStreams,
+    StartsFirst,
   ],
 })
 export class RunsModule {}

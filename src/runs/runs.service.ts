@@ -6,7 +6,7 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DrainState } from '../ops/drain.service';
 import { Metrics } from '../ops/metrics.service';
-import { titleFrom } from '../threads/message-format';
+import { StoredMessage, titleFrom } from '../threads/message-format';
 import { AguiEvent } from './agui-events';
 import { RunAgentInputDto } from './dto/run-agent-input.dto';
 import { RunView } from './dto/run-view.dto';
@@ -22,6 +22,7 @@ import { ConversationStore } from './conversation.store';
 import { RunLeases } from './run-leases';
 import { RunsRepository } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
+import { StartsFirst } from './starts-first';
 
 /** A run that passed every check and was claimed: its events, and how it ends when nobody reads it. */
 export type StartedRun = {
@@ -54,6 +55,7 @@ export class RunsService {
     private readonly leases: RunLeases,
     private readonly drain: DrainState,
     private readonly metrics: Metrics,
+    private readonly startsFirst: StartsFirst,
   ) {
     this.deps = {
       conversations,
@@ -80,6 +82,23 @@ export class RunsService {
   ): Promise<StartedRun | undefined> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
     const { run: prepared, incoming } = this.preparer.prepare(input, principal);
+    // Starting from here until its first content: runs past theirs yield to it (StartsFirst).
+    const pace = (prepared.pace = this.startsFirst.begin());
+    try {
+      return await this.claimAndStart(input, principal, prepared, incoming, clientGone);
+    } catch (err) {
+      pace.started();
+      throw err;
+    }
+  }
+
+  private async claimAndStart(
+    input: RunAgentInputDto,
+    principal: Principal,
+    prepared: PreparedRun,
+    incoming: StoredMessage[],
+    clientGone?: AbortSignal,
+  ): Promise<StartedRun | undefined> {
     const claimed = await this.conversations.claim({
       threadId: input.threadId,
       runId: input.runId,
@@ -94,6 +113,7 @@ export class RunsService {
     });
     prepared.stateless = claimed.stateless;
     if (clientGone?.aborted) {
+      prepared.pace?.started();
       await this.cancelUnstarted(prepared);
       return undefined;
     }
