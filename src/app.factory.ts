@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -104,24 +105,30 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   });
   app.useLogger(quietStartup(app.get(PinoNestLogger)));
   app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
-  // Helmet's middleware, built once: @fastify/helmet rebuilt it (parsing the CSP) on every request.
-  const securityHeaders = helmet({
-    // Swagger UI needs its inline styles and data: images; everything else stays same-origin.
-    contentSecurityPolicy: {
-      directives: {
-        defaultSrc: ["'self'"],
-        styleSrc: ["'self'", "'unsafe-inline'"],
-        imgSrc: ["'self'", 'data:'],
-        scriptSrc: ["'self'"],
-        // Helmet's default upgrade-insecure-requests rewrites /docs' own assets and its "Try it out" calls to
-        // https: on plain HTTP under any host name but localhost (a cluster-internal URL) Swagger UI stays blank.
-        // Every resource is same-origin, so over HTTPS nothing is lost without it.
-        upgradeInsecureRequests: null,
+  // Helmet's headers, computed once: with this configuration they are the same for every response
+  // (@fastify/helmet rebuilt the middleware, parsing the CSP, on every request). They are set on
+  // Fastify's reply, not on the raw response, so Node does not keep a header table beside the header
+  // block it sent for as long as a run's stream is open.
+  const securityHeaders = headersOf(
+    helmet({
+      // Swagger UI needs its inline styles and data: images; everything else stays same-origin.
+      contentSecurityPolicy: {
+        directives: {
+          defaultSrc: ["'self'"],
+          styleSrc: ["'self'", "'unsafe-inline'"],
+          imgSrc: ["'self'", 'data:'],
+          scriptSrc: ["'self'"],
+          // Helmet's default upgrade-insecure-requests rewrites /docs' own assets and its "Try it out" calls to
+          // https: on plain HTTP under any host name but localhost (a cluster-internal URL) Swagger UI stays blank.
+          // Every resource is same-origin, so over HTTPS nothing is lost without it.
+          upgradeInsecureRequests: null,
+        },
       },
-    },
-  });
-  adapter.getInstance().addHook('onRequest', (request, reply, done) => {
-    securityHeaders(request.raw, reply.raw, (err?: unknown) => done(err instanceof Error ? err : undefined));
+    }),
+  );
+  adapter.getInstance().addHook('onRequest', (_request, reply, done) => {
+    void reply.headers(securityHeaders);
+    done();
   });
   // Only listed origins (or any, with '*') may call from a browser; with CORS_ORIGINS empty no CORS
   // headers at all (and no per-request CORS work), which browsers treat as "same origin only".
@@ -181,4 +188,19 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     patchDocumentOnRequest: (_req, _res, doc) => withFreshRunExample(doc, `${config.prefix}/run`),
   });
   return app;
+}
+
+/** The headers a helmet middleware sets, read once from a response that only records them. */
+function headersOf(middleware: ReturnType<typeof helmet>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const recorder = {
+    setHeader: (name: string, value: unknown) => void (headers[name.toLowerCase()] = String(value)),
+    removeHeader: (name: string) => void delete headers[name.toLowerCase()],
+  };
+  let failed: unknown;
+  middleware({} as IncomingMessage, recorder as unknown as ServerResponse, (err?: unknown) => (failed = err));
+  if (failed) throw failed instanceof Error ? failed : new Error('helmet failed to set its headers');
+  if (!headers['content-security-policy'])
+    throw new Error('helmet set no Content-Security-Policy when asked once');
+  return headers;
 }

@@ -110,6 +110,28 @@ describe('health, readiness and metrics', () => {
     expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
   });
+
+  it("sends helmet's headers, once each, on a JSON answer, an error and a run's SSE stream", async () => {
+    const stream = (
+      await runToFrames(t.runUrl, runInput('hi', { forwardedProps: { resourceId: 'headers' } }))
+    ).res;
+    const error = await fetch(`${t.baseUrl}/io-bridge/nope`);
+    const json = await fetch(`${t.baseUrl}/health/ready`);
+    expect([stream.status, error.status, json.status]).toEqual([200, 404, 200]);
+    for (const res of [stream, error, json]) {
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      // Equal, not containing: a header set twice would arrive joined with ', '.
+      expect(res.headers.get('content-security-policy')).toBe(
+        "default-src 'self';base-uri 'self';font-src 'self' https: data:;form-action 'self';" +
+          "frame-ancestors 'self';img-src 'self' data:;object-src 'none';script-src 'self';" +
+          "script-src-attr 'none';style-src 'self' 'unsafe-inline'",
+      );
+      expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+      expect(res.headers.get('strict-transport-security')).toMatch(/^max-age=\d+/);
+      expect(res.headers.get('x-request-id')).toBeTruthy();
+    }
+    expect(stream.headers.get('content-type')).toBe('text/event-stream');
+  });
 });
 
 describe('CORS allow-list', () => {

@@ -74,39 +74,54 @@ const CONTENT_PARTS = new Set([
   'error',
 ]);
 
-/** The call's stream, its parts after the run's first content each taken in the run's turn (StartsFirst). */
-function paced(result: StreamResult, pace: Pace): StreamResult {
-  const reader = result.stream.getReader();
-  let shown = false;
-  const stream = new ReadableStream<StreamPart>(
-    {
-      async pull(controller) {
-        if (shown) await pace.turn();
-        try {
-          const { done, value } = await reader.read();
-          if (done) {
-            pace.started();
-            return controller.close();
-          }
-          if (!shown && CONTENT_PARTS.has(value.type)) {
-            shown = true;
-            pace.started();
-          }
-          controller.enqueue(value);
-        } catch (err) {
-          pace.started();
-          throw err;
+/**
+ * The source of a paced stream: the call's stream, its parts after the run's first content each
+ * taken in the run's turn (StartsFirst). A class, not closures: one is held per open run.
+ */
+class PacedSource implements UnderlyingDefaultSource<StreamPart> {
+  private shown = false;
+
+  constructor(
+    private readonly reader: ReadableStreamDefaultReader<StreamPart>,
+    private readonly pace: Pace,
+  ) {}
+
+  pull(controller: ReadableStreamDefaultController<StreamPart>): Promise<void> | void {
+    const turn = this.shown ? this.pace.turn() : undefined;
+    if (turn) return turn.then(() => this.take(controller));
+    return this.take(controller);
+  }
+
+  cancel(reason: unknown): Promise<void> {
+    this.pace.started();
+    return this.reader.cancel(reason);
+  }
+
+  private take(controller: ReadableStreamDefaultController<StreamPart>): Promise<void> {
+    return this.reader.read().then(
+      ({ done, value }) => {
+        if (done) {
+          this.pace.started();
+          return controller.close();
         }
+        if (!this.shown && CONTENT_PARTS.has(value.type)) {
+          this.shown = true;
+          this.pace.started();
+        }
+        controller.enqueue(value);
       },
-      cancel(reason) {
-        pace.started();
-        return reader.cancel(reason);
+      (err: unknown) => {
+        this.pace.started();
+        throw err;
       },
-    },
-    // Read only when Mastra reads: a part read ahead would not wait for its turn.
-    { highWaterMark: 0 },
-  );
-  return { ...result, stream };
+    );
+  }
+}
+
+function paced(result: StreamResult, pace: Pace): StreamResult {
+  // Read only when Mastra reads: a part read ahead would not wait for its turn.
+  result.stream = new ReadableStream(new PacedSource(result.stream.getReader(), pace), { highWaterMark: 0 });
+  return result;
 }
 
 /**

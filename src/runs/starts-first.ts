@@ -30,15 +30,12 @@ export class StartsFirst {
   /** A run's start: `started()` (called once, by whichever comes first) ends it. */
   begin(): Pace {
     this.starting++;
-    let done = false;
-    return {
-      started: () => {
-        if (done) return;
-        done = true;
-        this.starting--;
-      },
-      turn: () => this.turn(),
-    };
+    return new RunStart(this);
+  }
+
+  /** A start ended (RunStart calls it once). */
+  ended(): void {
+    this.starting--;
   }
 
   /** How many runs are starting now. */
@@ -46,7 +43,7 @@ export class StartsFirst {
     return this.starting;
   }
 
-  private turn(): Promise<void> | undefined {
+  turn(): Promise<void> | undefined {
     if (this.starting === 0 && !this.waiting.length) return undefined;
     return new Promise<void>((resolve) => {
       this.waiting.push(resolve);
@@ -64,4 +61,21 @@ export class StartsFirst {
     this.scheduled = false;
     for (const resolve of waiting) resolve();
   };
+}
+
+/** One run's start, as a small object (one is held per open run). */
+class RunStart implements Pace {
+  private done = false;
+
+  constructor(private readonly starts: StartsFirst) {}
+
+  started(): void {
+    if (this.done) return;
+    this.done = true;
+    this.starts.ended();
+  }
+
+  turn(): Promise<void> | undefined {
+    return this.starts.turn();
+  }
 }
