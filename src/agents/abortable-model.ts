@@ -136,7 +136,8 @@ export function withAbortSignal<M extends object>(model: M, signal: AbortSignal,
     const result = await (tracingOn()
       ? tracedStream(calls, { ...o, abortSignal: signalOf(o) })
       : calls.doStream({ ...o, abortSignal: signalOf(o) }));
-    return pace ? paced(result, pace) : result;
+    // A run that starts alone is not paced (no stream layer on its every part): under a burst, runs start together.
+    return pace?.crowded() ? paced(result, pace) : result;
   };
   return new Proxy(model, {
     get(target, property) {

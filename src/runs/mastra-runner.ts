@@ -59,18 +59,30 @@ function makeCall(
   requestContext.set(MODEL_SIGNAL_KEY, abort.signal);
   if (call.pace) requestContext.set(MODEL_PACE_KEY, call.pace);
   const output = agent.stream(messages as any, { ...call.options, requestContext } as any);
-  void read(output, abort.signal, subscriber);
+  void read(output, abort.signal, subscriber, call.pace);
   return () => {
     outer?.removeEventListener('abort', stop);
     if (!abort.signal.aborted) abort.abort();
   };
 }
 
+/** The chunks that end a run's start: its first content, or its end. */
+const FIRST_CONTENT = new Set([
+  'text-delta',
+  'reasoning-delta',
+  'tool-call-input-streaming-start',
+  'tool-call',
+  'finish',
+  'error',
+  'abort',
+]);
+
 /** Reads the call's `fullStream` into `subscriber` (given the call's result, not its input: it runs as long as the run). */
 async function read(
   called: ReturnType<Agent<any, any, any>['stream']>,
   signal: AbortSignal,
   subscriber: Subscriber<MastraChunk>,
+  starting?: Pace,
 ): Promise<void> {
   let text = '';
   let flushScheduled = false;
@@ -92,6 +104,11 @@ async function read(
     while (!subscriber.closed) {
       const { done, value } = await reader.read();
       if (done) break;
+      if (starting && FIRST_CONTENT.has(value.type)) {
+        // The run has shown something: others starting no longer wait for it (StartsFirst).
+        starting.started();
+        starting = undefined;
+      }
       if (value.type === 'text-delta') {
         const delta: unknown = value.payload?.text;
         if (typeof delta !== 'string' || !delta) continue;

@@ -2,6 +2,7 @@ import { Agent } from '@mastra/core/agent';
 import { RequestContext } from '@mastra/core/request-context';
 import { abortableModel, MODEL_PACE_KEY, MODEL_SIGNAL_KEY, withAbortSignal } from '../agents/abortable-model';
 import { ScriptedModel } from '../agents/scripted-model';
+import { MastraRunner } from './mastra-runner';
 import { StartsFirst } from './starts-first';
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -92,21 +93,29 @@ describe('a paced model stream (withAbortSignal with a pace)', () => {
     other.started();
   });
 
-  it('goes as fast as the model when no run is starting', async () => {
+  it('is not paced at all when its run starts alone: the model stream is handed over as it is', async () => {
     const starts = new StartsFirst();
-    const model = withAbortSignal(new ScriptedModel(), new AbortController().signal, starts.begin());
-    const { stream } = await model.doStream({ prompt: prompt('/bench 20') });
+    const pace = starts.begin();
+    const original = new ScriptedModel();
+    const { stream } = await withAbortSignal(original, new AbortController().signal, pace).doStream({
+      prompt: prompt('/bench 20'),
+    });
     const { types, turns } = await read(stream);
     expect(types.filter((t) => t === 'text-delta')).toHaveLength(20);
     expect(turns).toBeLessThan(3);
-    expect(starts.startingNow).toBe(0);
+    // Nothing saw its content: the run's start ends with the run (MastraRunner or the run's end).
+    expect(starts.startingNow).toBe(1);
+    pace.started();
   });
 
-  it('ends the start of a run whose stream is cancelled before any content', async () => {
+  it('ends the start of a paced run whose stream is cancelled before any content', async () => {
     const starts = new StartsFirst();
+    const other = starts.begin();
     const model = withAbortSignal(new ScriptedModel(), new AbortController().signal, starts.begin());
     const { stream } = await model.doStream({ prompt: prompt('/slow 60000 a b') });
     await stream.cancel();
+    expect(starts.startingNow).toBe(1);
+    other.started();
     expect(starts.startingNow).toBe(0);
   });
 
@@ -143,5 +152,30 @@ describe('a paced model stream (withAbortSignal with a pace)', () => {
     expect(turns).toBeGreaterThanOrEqual(19);
     other.started();
     expect(starts.startingNow).toBe(0);
+  });
+
+  it('through MastraRunner: a run that starts alone ends its start at its first content, unpaced', async () => {
+    const starts = new StartsFirst();
+    const pace = starts.begin();
+    const agent = new Agent({
+      id: 'alone',
+      name: 'alone',
+      instructions: 'test',
+      model: abortableModel(new ScriptedModel()),
+    });
+    const startingAtFirstText: number[] = [];
+    await new Promise<void>((resolve, reject) =>
+      new MastraRunner()
+        .stream(agent, '/bench 20', { pace, signal: new AbortController().signal })
+        .subscribe({
+          next: (c) => {
+            if (c.type === 'text-delta' && !startingAtFirstText.length)
+              startingAtFirstText.push(starts.startingNow);
+          },
+          complete: resolve,
+          error: reject,
+        }),
+    );
+    expect(startingAtFirstText).toEqual([0]);
   });
 });

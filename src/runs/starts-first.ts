@@ -6,6 +6,8 @@ export type Pace = {
   started(): void;
   /** Undefined: go on at once. A promise: go on when it resolves, later in the event loop. */
   turn(): Promise<void> | undefined;
+  /** Whether another run is starting now: only a run that starts among others has its stream paced. */
+  crowded(): boolean;
 };
 
 /**
@@ -19,7 +21,8 @@ export type Pace = {
  * past its first content takes its next model part only in its turn: each event-loop turn lets
  * every waiting run take one part, after the loop has polled for I/O (new requests, claims
  * answered). Nothing is held back for time: when the loop has nothing else to do the next turn
- * comes at once. With no run starting a part goes on at once, with no hop.
+ * comes at once. With no run starting a part goes on at once, with no hop; a run that started
+ * alone is not paced at all (its model stream gets no layer: `Pace.crowded`).
  */
 @Injectable()
 export class StartsFirst {
@@ -77,5 +80,9 @@ class RunStart implements Pace {
 
   turn(): Promise<void> | undefined {
     return this.starts.turn();
+  }
+
+  crowded(): boolean {
+    return this.starts.startingNow > (this.done ? 0 : 1);
   }
 }
