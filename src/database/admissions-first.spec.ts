@@ -1,4 +1,5 @@
 import { ADMISSIONS_FIRST_MAX_WAIT_MS, AdmissionsFirst } from './admissions-first';
+import { settledNow } from '../../test/support/promises';
 
 /** A claim the test answers when it likes. */
 function claim<T>() {
@@ -9,14 +10,6 @@ function claim<T>() {
     fail = reject;
   });
   return { run: () => promise, answer: (v: T) => answer(v), fail: (e: Error) => fail(e) };
-}
-
-/** Whether `p` settled by the time the microtasks queued now have run. */
-async function settled(p: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void p.then(() => (done = true));
-  for (let i = 0; i < 5; i++) await Promise.resolve();
-  return done;
 }
 
 describe('AdmissionsFirst', () => {
@@ -33,11 +26,11 @@ describe('AdmissionsFirst', () => {
     const first = order.turn()!;
     const second = order.turn()!;
     expect(first).toBeInstanceOf(Promise);
-    expect(await settled(first)).toBe(false);
+    expect(await settledNow(first)).toBe(false);
     c.answer('claimed');
     await expect(claimed).resolves.toBe('claimed');
-    expect(await settled(first)).toBe(true);
-    expect(await settled(second)).toBe(true);
+    expect(await settledNow(first)).toBe(true);
+    expect(await settledNow(second)).toBe(true);
     expect(order.turn()).toBeUndefined();
   });
 
@@ -50,10 +43,10 @@ describe('AdmissionsFirst', () => {
     const waiting = order.turn()!;
     a.answer();
     await claimedA;
-    expect(await settled(waiting)).toBe(false);
+    expect(await settledNow(waiting)).toBe(false);
     b.fail(new Error('THREAD_BUSY'));
     await expect(claimedB).rejects.toThrow('THREAD_BUSY');
-    expect(await settled(waiting)).toBe(true);
+    expect(await settledNow(waiting)).toBe(true);
   });
 
   it(`never holds a statement longer than ${ADMISSIONS_FIRST_MAX_WAIT_MS} ms, however many claims keep coming`, async () => {
@@ -63,14 +56,14 @@ describe('AdmissionsFirst', () => {
     void order.admission(endless.run);
     const waiting = order.turn()!;
     jest.advanceTimersByTime(ADMISSIONS_FIRST_MAX_WAIT_MS - 1);
-    expect(await settled(waiting)).toBe(false);
+    expect(await settledNow(waiting)).toBe(false);
     jest.advanceTimersByTime(1);
-    expect(await settled(waiting)).toBe(true);
+    expect(await settledNow(waiting)).toBe(true);
     // The next one waits its own full time again.
     const next = order.turn()!;
     jest.advanceTimersByTime(ADMISSIONS_FIRST_MAX_WAIT_MS - 1);
-    expect(await settled(next)).toBe(false);
+    expect(await settledNow(next)).toBe(false);
     endless.answer();
-    expect(await settled(next)).toBe(true);
+    expect(await settledNow(next)).toBe(true);
   });
 });

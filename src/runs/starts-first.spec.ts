@@ -4,16 +4,18 @@ import { abortableModel, MODEL_PACE_KEY, MODEL_SIGNAL_KEY, withAbortSignal } fro
 import { ScriptedModel } from '../agents/scripted-model';
 import { MastraRunner } from './mastra-runner';
 import { StartsFirst } from './starts-first';
+import { settledNow } from '../../test/support/promises';
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** Whether `p` settled once the microtasks queued now have run (no event-loop turn). */
-async function settledNow(p: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void p.then(() => (done = true));
-  for (let i = 0; i < 5; i++) await Promise.resolve();
-  return done;
-}
+/** A real Mastra agent on the scripted model, behind the run-bound model wrapper the service uses. */
+const scriptedAgent = () =>
+  new Agent({
+    id: 'scripted',
+    name: 'scripted',
+    instructions: 'test',
+    model: abortableModel(new ScriptedModel()),
+  });
 
 describe('StartsFirst', () => {
   it('lets a run go on at once when no run is starting', () => {
@@ -136,12 +138,7 @@ describe('a paced model stream (withAbortSignal with a pace)', () => {
   it('through a real agent: a run past its first words yields to a starting run, and still finishes whole', async () => {
     const starts = new StartsFirst();
     const other = starts.begin();
-    const agent = new Agent({
-      id: 'paced',
-      name: 'paced',
-      instructions: 'test',
-      model: abortableModel(new ScriptedModel()),
-    });
+    const agent = scriptedAgent();
     const context = new RequestContext();
     context.set(MODEL_SIGNAL_KEY, new AbortController().signal);
     context.set(MODEL_PACE_KEY, starts.begin());
@@ -157,12 +154,7 @@ describe('a paced model stream (withAbortSignal with a pace)', () => {
   it('through MastraRunner: a run that starts alone ends its start at its first content, unpaced', async () => {
     const starts = new StartsFirst();
     const pace = starts.begin();
-    const agent = new Agent({
-      id: 'alone',
-      name: 'alone',
-      instructions: 'test',
-      model: abortableModel(new ScriptedModel()),
-    });
+    const agent = scriptedAgent();
     const startingAtFirstText: number[] = [];
     await new Promise<void>((resolve, reject) =>
       new MastraRunner()
