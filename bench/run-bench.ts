@@ -11,6 +11,7 @@ import { benchThreads, formatThreadsBench } from './threads-bench';
 import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { WarmConnections } from './lean-client';
 import { benchResume, formatResume, withReplica } from './resume-bench';
+import { startBareEngine } from './bare-engine';
 import { engineFirstDeltaRound, engineMemory, engineRun } from './engine-bench';
 import type { EngineAgent, EngineMemory } from './engine-bench';
 import { differenceAtMost, formatRatios, ratioAtLeast, ratioAtMost } from './ratios';
@@ -35,7 +36,8 @@ import type { AppConfig } from '../src/config/config';
 
 const DELTAS = 5000;
 const WARMUP = 5;
-const MEASURED = 10;
+/** A multiple of the four throughput subjects: each runs in each position of a round equally often. */
+const MEASURED = 12;
 const CONCURRENT_RUNS = 100;
 const CONCURRENT_DELTAS = 20;
 const CONCURRENT_ROUNDS = 5;
@@ -290,11 +292,19 @@ type Throughput = {
   rates: number[];
 };
 
-/** Runs the subjects round-robin (warm-up, then measured rounds), so a slow patch of the machine hits all of them. */
+/**
+ * Runs the subjects round-robin (warm-up, then measured rounds), so a slow patch of the machine hits
+ * all of them. Each round starts one subject later than the one before, so every subject runs in
+ * every position equally often (MEASURED is a multiple of the number of subjects): a run leaves work
+ * behind it (its database statements, its garbage), and a fixed order made the subject after the
+ * service pay for it (the bare engine server, fourth, measured up to 1.11× the engine, second).
+ */
 async function throughput(subjects: Subject[]): Promise<Throughput[]> {
   const samples = subjects.map(() => [] as Array<StreamSample & { cpuMs: number }>);
   for (let round = 0; round < WARMUP + MEASURED; round++) {
-    for (const [i, subject] of subjects.entries()) {
+    for (let k = 0; k < subjects.length; k++) {
+      const i = (k + round) % subjects.length;
+      const subject = subjects[i];
       collect();
       const cpu = process.cpuUsage();
       const sample = { ...(await subject.run()), cpuMs: 0 };
@@ -602,13 +612,13 @@ async function memoryClient(runUrl: string, count: number, threadPrefix: string)
   process.disconnect();
 }
 
-function printThroughput([service, engine, bare]: Throughput[]): void {
+function printThroughput([service, engine, bare, bareEngine]: Throughput[]): void {
   console.log('');
   console.log(`1-3. one run of ${DELTAS} deltas: median of ${MEASURED} after ${WARMUP} warm-up, interleaved`);
   console.log(
     `${'subject'.padEnd(38)}${'deltas/s'.padStart(12)}${'ms/run'.padStart(10)}${'events/run'.padStart(12)}${'deltas/CPU-s'.padStart(14)}`,
   );
-  for (const t of [service, engine, bare]) {
+  for (const t of [service, engine, bare, bareEngine]) {
     console.log(
       `${t.name.padEnd(38)}${fmt(t.rate).padStart(12)}${fmt(t.ms, 1).padStart(10)}${fmt(t.events).padStart(12)}${fmt(t.cpuRate).padStart(14)}`,
     );
@@ -628,6 +638,10 @@ function printThroughput([service, engine, bare]: Throughput[]): void {
   console.log(
     `by CPU time: service/engine ${pct(service.cpuRate / engine.cpuRate)}, service/ceiling ${pct(service.cpuRate / bare.cpuRate)}`,
   );
+  console.log(
+    `bare engine server/engine ${(bareEngine.rate / engine.rate).toFixed(2)}× (by CPU time ${(bareEngine.cpuRate / engine.cpuRate).toFixed(2)}×): ` +
+      `what an HTTP server in front of the engine reaches here`,
+  );
 }
 
 type Latencies = {
@@ -637,9 +651,12 @@ type Latencies = {
   floor: Latency;
   /** The engine alone: CONCURRENT_RUNS `agent.stream()` calls at once in-process, ms to the first `text-delta`. */
   engine: { firstDeltaP50: number; firstDeltaP99: number };
+  /** The bare engine server (bare-engine.ts), warm connections, and the engine rounds that alternated with its rounds. */
+  bare: Latency;
+  bareEngine: { firstDeltaP50: number; firstDeltaP99: number };
 };
 
-function printLatency({ warm, fresh, inProcess, floor, engine }: Latencies): void {
+function printLatency({ warm, fresh, inProcess, floor, engine, bare, bareEngine }: Latencies): void {
   console.log('');
   console.log(
     `4. ${CONCURRENT_RUNS} concurrent runs of ${CONCURRENT_DELTAS} deltas, ${CONCURRENT_ROUNDS} rounds (${warm.n} runs) after 1 warm-up: ms from send`,
@@ -652,6 +669,7 @@ function printLatency({ warm, fresh, inProcess, floor, engine }: Latencies): voi
     ['child, new connection each (node:http)', fresh],
     ['in-process, new connection each', inProcess],
     ['floor: bare Fastify + the claim (warm)', floor],
+    ['bare engine server (warm)', bare],
   ] as const) {
     console.log(
       `${name.padEnd(40)}${fmt(l.startedP50, 1).padStart(17)}${fmt(l.startedP99, 1).padStart(9)}${fmt(l.firstDeltaP50, 1).padStart(17)}${fmt(l.firstDeltaP99, 1).padStart(9)}`,
@@ -662,6 +680,10 @@ function printLatency({ warm, fresh, inProcess, floor, engine }: Latencies): voi
   );
   console.log(
     `first delta p99, service (warm) / engine alone: ${(warm.firstDeltaP99 / engine.firstDeltaP99).toFixed(2)}× (target <= ${TARGET_FIRST_DELTA_RATIO.toFixed(1)}×; the engine's rounds alternate with the service's)`,
+  );
+  console.log(
+    `first delta p99, bare engine server (warm) / engine alone: ${(bare.firstDeltaP99 / bareEngine.firstDeltaP99).toFixed(2)}× ` +
+      `(${fmt(bare.firstDeltaP99, 1)} / ${fmt(bareEngine.firstDeltaP99, 1)} ms: what an HTTP server in front of the engine reaches here)`,
   );
   console.log(
     `RUN_STARTED p99 target < ${TARGET_STARTED_P99_MS} ms (child, warm connections): ${warm.startedP99 < TARGET_STARTED_P99_MS ? 'met' : 'MISSED'}`,
@@ -708,7 +730,7 @@ function issue14Ratios(
 ): RatioRow[] {
   const rows: RatioRow[] = [];
   if (subjects) {
-    const [service, engine] = subjects;
+    const [service, engine, , bare] = subjects;
     rows.push(
       ratioAtLeast(
         `throughput, one /bench ${DELTAS} run (median deltas/s)`,
@@ -716,7 +738,8 @@ function issue14Ratios(
         engine.rate,
         TARGET_SERVICE_VS_ENGINE,
         `${fmt(service.rate)} / ${fmt(engine.rate)} deltas/s (by CPU time ${(service.cpuRate / engine.cpuRate).toFixed(2)}×, ` +
-          `median of the per-round ratios ${median(service.rates.map((r, i) => r / engine.rates[i])).toFixed(2)}×)`,
+          `median of the per-round ratios ${median(service.rates.map((r, i) => r / engine.rates[i])).toFixed(2)}×; ` +
+          `bare engine server ${(bare.rate / engine.rate).toFixed(2)}×)`,
       ),
     );
   }
@@ -727,7 +750,8 @@ function issue14Ratios(
         latency.warm.firstDeltaP99,
         latency.engine.firstDeltaP99,
         TARGET_FIRST_DELTA_RATIO,
-        `${fmt(latency.warm.firstDeltaP99, 1)} / ${fmt(latency.engine.firstDeltaP99, 1)} ms (p50 ${fmt(latency.warm.firstDeltaP50, 1)} / ${fmt(latency.engine.firstDeltaP50, 1)} ms)`,
+        `${fmt(latency.warm.firstDeltaP99, 1)} / ${fmt(latency.engine.firstDeltaP99, 1)} ms (p50 ${fmt(latency.warm.firstDeltaP50, 1)} / ${fmt(latency.engine.firstDeltaP50, 1)} ms; ` +
+          `bare engine server ${(latency.bare.firstDeltaP99 / latency.bareEngine.firstDeltaP99).toFixed(2)}×)`,
       ),
     );
   }
@@ -773,6 +797,7 @@ async function main(): Promise<void> {
   const runUrl = `http://127.0.0.1:${port}${config.prefix}/run`;
   const ceiling = await startCeiling();
   const { agent } = app.get(AgentsService).get('assistant');
+  const bareEngine = await startBareEngine(agent);
 
   const progress = (what: string) => process.stderr.write(`... ${what}\n`);
   const only = new Set(
@@ -793,11 +818,15 @@ async function main(): Promise<void> {
     }
     let subjects: Throughput[] | undefined;
     if (only.has('throughput')) {
-      progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, engine, ceiling`);
+      progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, engine, ceiling, bare engine server`);
       subjects = await throughput([
         { name: 'service (HTTP, whole stack)', run: () => fetchRun(runUrl, `/bench ${DELTAS}`) },
         { name: 'engine (Mastra stream, in-process)', run: () => engineRun(agent, `/bench ${DELTAS}`) },
         { name: 'ceiling (bare Fastify, write/event)', run: () => fetchRun(ceiling.url, '') },
+        {
+          name: 'bare engine server (Fastify+Mastra)',
+          run: () => fetchRun(bareEngine.url, `/bench ${DELTAS}`),
+        },
       ]);
     }
     let latency: Latencies | undefined;
@@ -820,9 +849,21 @@ async function main(): Promise<void> {
       const inProcess = latencyOf(await latencyRounds(runUrl));
       progress(`latency: the floor, a bare Fastify route doing the same claim, warm connections`);
       const floorServer = await startAdmissionFloor(app.get(ConversationStore), config);
+      progress(
+        `latency: the bare engine server (Fastify + agent.stream(), nothing else), warm connections; ` +
+          `each round followed by the engine alone`,
+      );
+      const bareFirst: number[] = [];
+      const bare = latencyOf(
+        await warmLatencyFromChild(bareEngine.url, engineLatencyRound(agent, bareFirst)),
+      );
+      const bareEngineAlone = {
+        firstDeltaP50: percentile(bareFirst, 50),
+        firstDeltaP99: percentile(bareFirst, 99),
+      };
       try {
         const floor = latencyOf(await warmLatencyFromChild(floorServer.url));
-        latency = { warm, fresh, inProcess, floor, engine };
+        latency = { warm, fresh, inProcess, floor, engine, bare, bareEngine: bareEngineAlone };
       } finally {
         await floorServer.close();
       }
@@ -877,6 +918,7 @@ async function main(): Promise<void> {
       );
   } finally {
     await ceiling.close();
+    await bareEngine.close();
     await app.close();
     await stop();
   }

@@ -1,0 +1,63 @@
+/**
+ * The bare engine server: the least an HTTP server can do around Mastra. A Fastify route with no
+ * Nest, validation, auth, logging, database or lifecycle calls `agent.stream()` for the request's
+ * message and writes its text as SSE frames the way the service batches it (the first delta at once,
+ * later deltas merged per event-loop turn). It is not a conforming AG-UI server (no message
+ * lifecycle, no tool calls, no errors): it stands for what merely being an HTTP server on the
+ * engine's event loop costs, so that the issue 14 ratios can be read against what is reachable on
+ * this machine (bench/README.md, "What an HTTP server can reach").
+ */
+import type { AddressInfo } from 'node:net';
+import fastify from 'fastify';
+import { SSE_HEADERS } from '../src/runs/sse-writer';
+import type { EngineAgent } from './engine-bench';
+
+type Chunk = { type: string; payload?: { text?: unknown } };
+type Input = { threadId: string; runId: string; messages: Array<{ content: string }> };
+
+export async function startBareEngine(
+  agent: EngineAgent,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = fastify({ bodyLimit: 1 << 20 });
+  server.post('/run', async (req, reply) => {
+    const input = req.body as Input;
+    const base = { threadId: input.threadId, runId: input.runId };
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, SSE_HEADERS);
+    let id = 0;
+    const frame = (event: object) => `id: ${++id}\ndata: ${JSON.stringify(event)}\n\n`;
+    raw.write(frame({ type: 'RUN_STARTED', timestamp: Date.now(), ...base }));
+    const output = await agent.stream([{ role: 'user', content: input.messages[0].content }], {
+      maxSteps: 10,
+    });
+    const reader = (output.fullStream as ReadableStream<Chunk>).getReader();
+    let text = '';
+    let shown = false;
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      if (!text) return;
+      raw.write(frame({ type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId: 'm', delta: text }));
+      text = '';
+    };
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (value.type !== 'text-delta' || typeof value.payload?.text !== 'string') continue;
+      text += value.payload.text;
+      if (!shown) {
+        shown = true;
+        flush();
+      } else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    }
+    flush();
+    raw.end(frame({ type: 'RUN_FINISHED', timestamp: Date.now(), ...base }));
+  });
+  await server.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = server.server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/run`, close: () => server.close() };
+}
