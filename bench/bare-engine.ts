@@ -15,6 +15,46 @@ import type { EngineAgent } from './engine-bench';
 type Chunk = { type: string; payload?: { text?: unknown } };
 type Input = { threadId: string; runId: string; messages: Array<{ content: string }> };
 
+/**
+ * The agent's answer to `prompt`, its text handed to `write` the way the service batches it: the
+ * first delta at once (then `afterFirst`, awaited), later deltas merged per event-loop turn.
+ * Resolves with whether any text came.
+ */
+export async function streamText(
+  agent: EngineAgent,
+  prompt: string,
+  write: (text: string) => void,
+  afterFirst?: () => Promise<void>,
+): Promise<boolean> {
+  const output = await agent.stream([{ role: 'user', content: prompt }], { maxSteps: 10 });
+  const reader = (output.fullStream as ReadableStream<Chunk>).getReader();
+  let text = '';
+  let shown = false;
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (!text) return;
+    write(text);
+    text = '';
+  };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (value.type !== 'text-delta' || typeof value.payload?.text !== 'string') continue;
+    text += value.payload.text;
+    if (!shown) {
+      shown = true;
+      flush();
+      if (afterFirst) await afterFirst();
+    } else if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  }
+  flush();
+  return shown;
+}
+
 export async function startBareEngine(
   agent: EngineAgent,
 ): Promise<{ url: string; close: () => Promise<void> }> {
@@ -28,33 +68,9 @@ export async function startBareEngine(
     let id = 0;
     const frame = (event: object) => `id: ${++id}\ndata: ${JSON.stringify(event)}\n\n`;
     raw.write(frame({ type: 'RUN_STARTED', timestamp: Date.now(), ...base }));
-    const output = await agent.stream([{ role: 'user', content: input.messages[0].content }], {
-      maxSteps: 10,
-    });
-    const reader = (output.fullStream as ReadableStream<Chunk>).getReader();
-    let text = '';
-    let shown = false;
-    let scheduled = false;
-    const flush = () => {
-      scheduled = false;
-      if (!text) return;
-      raw.write(frame({ type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId: 'm', delta: text }));
-      text = '';
-    };
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (value.type !== 'text-delta' || typeof value.payload?.text !== 'string') continue;
-      text += value.payload.text;
-      if (!shown) {
-        shown = true;
-        flush();
-      } else if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
-    }
-    flush();
+    await streamText(agent, input.messages[0].content, (delta) =>
+      raw.write(frame({ type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId: 'm', delta })),
+    );
     raw.end(frame({ type: 'RUN_FINISHED', timestamp: Date.now(), ...base }));
   });
   await server.listen({ port: 0, host: '127.0.0.1' });

@@ -22,12 +22,12 @@ import fastify from 'fastify';
 import { AgentsService } from '../src/agents/agents.service';
 import { loadConfig } from '../src/config/config';
 import { SSE_HEADERS } from '../src/runs/sse-writer';
+import { streamText } from './bare-engine';
 import { engineFirstDeltaRound, engineRun } from './engine-bench';
 import type { EngineAgent } from './engine-bench';
 
 type ToWorker = { id: number; prompt: string };
 type FromWorker = { id: number; text?: string; end?: boolean };
-type Chunk = { type: string; payload?: { text?: unknown } };
 
 const agentOf = (): EngineAgent =>
   new AgentsService(loadConfig({ ...process.env, MODEL: 'scripted' })).get('assistant').agent;
@@ -49,34 +49,16 @@ function workerMain(): void {
     hold && starting > 0 ? new Promise<void>((resolve) => waiting.push(resolve)) : undefined;
   const run = async ({ id, prompt }: ToWorker): Promise<void> => {
     starting++;
-    const output = await agent.stream([{ role: 'user', content: prompt }], { maxSteps: 10 });
-    const reader = (output.fullStream as ReadableStream<Chunk>).getReader();
-    let text = '';
-    let shown = false;
-    let scheduled = false;
-    const flush = () => {
-      scheduled = false;
-      if (!text) return;
-      port.postMessage({ id, text } satisfies FromWorker);
-      text = '';
-    };
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (value.type !== 'text-delta' || typeof value.payload?.text !== 'string') continue;
-      text += value.payload.text;
-      if (!shown) {
-        shown = true;
-        flush();
+    const shown = await streamText(
+      agent,
+      prompt,
+      (text) => port.postMessage({ id, text } satisfies FromWorker),
+      async () => {
         started();
         await othersStarted();
-      } else if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
-    }
+      },
+    );
     if (!shown) started();
-    flush();
     port.postMessage({ id, end: true } satisfies FromWorker);
   };
   port.on('message', (message: ToWorker) => void run(message));
