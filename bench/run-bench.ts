@@ -847,8 +847,6 @@ async function main(): Promise<void> {
       const fresh = latencyOf(await latencyFromChild(runUrl));
       progress(`latency: ${CONCURRENT_RUNS} concurrent runs, client in-process`);
       const inProcess = latencyOf(await latencyRounds(runUrl));
-      progress(`latency: the floor, a bare Fastify route doing the same claim, warm connections`);
-      const floorServer = await startAdmissionFloor(app.get(ConversationStore), config);
       progress(
         `latency: the bare engine server (Fastify + agent.stream(), nothing else), warm connections; ` +
           `each round followed by the engine alone`,
@@ -861,6 +859,8 @@ async function main(): Promise<void> {
         firstDeltaP50: percentile(bareFirst, 50),
         firstDeltaP99: percentile(bareFirst, 99),
       };
+      progress(`latency: the floor, a bare Fastify route doing the same claim, warm connections`);
+      const floorServer = await startAdmissionFloor(app.get(ConversationStore), config);
       try {
         const floor = latencyOf(await warmLatencyFromChild(floorServer.url));
         latency = { warm, fresh, inProcess, floor, engine, bare, bareEngine: bareEngineAlone };
