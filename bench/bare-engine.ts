@@ -9,11 +9,11 @@
  */
 import type { AddressInfo } from 'node:net';
 import fastify from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { SSE_HEADERS } from '../src/runs/sse-writer';
 import type { EngineAgent } from './engine-bench';
 
 type Chunk = { type: string; payload?: { text?: unknown } };
-type Input = { threadId: string; runId: string; messages: Array<{ content: string }> };
 
 /**
  * The agent's answer to `prompt`, its text handed to `write` the way the service batches it: the
@@ -55,23 +55,41 @@ export async function streamText(
   return shown;
 }
 
+/** A bare route's request body: what it reads of a RunAgentInput. */
+export type BareInput = { threadId: string; runId: string; messages: Array<{ content: string }> };
+
+/**
+ * Opens a bare route's SSE response: `RUN_STARTED` at once, then one `TEXT_MESSAGE_CONTENT` frame
+ * per `text(delta)`, and `RUN_FINISHED` on `end()`. No message lifecycle: the lean client and the
+ * bench's reader need only these three events.
+ */
+export function bareStream(
+  reply: FastifyReply,
+  input: BareInput,
+): { text: (delta: string) => void; end: () => void } {
+  const base = { threadId: input.threadId, runId: input.runId };
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, SSE_HEADERS);
+  let id = 0;
+  const frame = (event: object) => `id: ${++id}\ndata: ${JSON.stringify(event)}\n\n`;
+  raw.write(frame({ type: 'RUN_STARTED', timestamp: Date.now(), ...base }));
+  return {
+    text: (delta) =>
+      raw.write(frame({ type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId: 'm', delta })),
+    end: () => raw.end(frame({ type: 'RUN_FINISHED', timestamp: Date.now(), ...base })),
+  };
+}
+
 export async function startBareEngine(
   agent: EngineAgent,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const server = fastify({ bodyLimit: 1 << 20 });
   server.post('/run', async (req, reply) => {
-    const input = req.body as Input;
-    const base = { threadId: input.threadId, runId: input.runId };
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, SSE_HEADERS);
-    let id = 0;
-    const frame = (event: object) => `id: ${++id}\ndata: ${JSON.stringify(event)}\n\n`;
-    raw.write(frame({ type: 'RUN_STARTED', timestamp: Date.now(), ...base }));
-    await streamText(agent, input.messages[0].content, (delta) =>
-      raw.write(frame({ type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId: 'm', delta })),
-    );
-    raw.end(frame({ type: 'RUN_FINISHED', timestamp: Date.now(), ...base }));
+    const input = req.body as BareInput;
+    const stream = bareStream(reply, input);
+    await streamText(agent, input.messages[0].content, stream.text);
+    stream.end();
   });
   await server.listen({ port: 0, host: '127.0.0.1' });
   const { port } = server.server.address() as AddressInfo;

@@ -21,8 +21,8 @@ import { Logger } from '@nestjs/common';
 import fastify from 'fastify';
 import { AgentsService } from '../src/agents/agents.service';
 import { loadConfig } from '../src/config/config';
-import { SSE_HEADERS } from '../src/runs/sse-writer';
-import { streamText } from './bare-engine';
+import { bareStream, streamText } from './bare-engine';
+import type { BareInput } from './bare-engine';
 import { engineFirstDeltaRound, engineRun } from './engine-bench';
 import type { EngineAgent } from './engine-bench';
 
@@ -90,20 +90,9 @@ async function main(): Promise<void> {
   });
   const server = fastify();
   server.post('/run', (req, reply) => {
-    const input = req.body as { threadId: string; runId: string; messages: Array<{ content: string }> };
-    const base = { threadId: input.threadId, runId: input.runId };
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, SSE_HEADERS);
-    let n = 0;
-    const frame = (event: object) => `id: ${++n}\ndata: ${JSON.stringify(event)}\n\n`;
-    raw.write(frame({ type: 'RUN_STARTED', timestamp: Date.now(), ...base }));
+    const input = req.body as BareInput;
     const id = ++seq;
-    runs.set(id, {
-      text: (delta) =>
-        raw.write(frame({ type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId: 'm', delta })),
-      end: () => raw.end(frame({ type: 'RUN_FINISHED', timestamp: Date.now(), ...base })),
-    });
+    runs.set(id, bareStream(reply, input));
     worker.postMessage({ id, prompt: input.messages[0].content } satisfies ToWorker);
   });
   await server.listen({ port: 0, host: '127.0.0.1' });
