@@ -1,6 +1,7 @@
 import { BuiltService, startBuiltService } from './support/built-service';
 import { db, eventually, runRow, startApp, TestApp } from './support/app';
-import { memoryOf, openRun, postRun, shownText, uid } from './support/sse';
+import { Frame, memoryOf, openRun, postRun, readRun, shownText, uid } from './support/sse';
+import { assertStreamRules } from './support/stream-rules';
 
 /** The built service in a child process (so it can be SIGKILLed), ready to take requests. */
 const spawnInstance = (env: Record<string, string>) => startBuiltService({ LOG_LEVEL: 'error', ...env });
@@ -17,6 +18,9 @@ describe('a replica that dies mid-run', () => {
     const child = await spawnInstance({ RUN_LEASE_MS: '3000' });
     children.push(child);
     const runUrl = `${child.base}/run`;
+    // Started before the kill: on a busy machine a start-up could outlast the lease.
+    const survivor = await startApp({ RUN_LEASE_MS: '3000' });
+    survivors.push(survivor);
 
     const threadId = uid('crash');
     const deadRun = uid('run');
@@ -33,8 +37,6 @@ describe('a replica that dies mid-run', () => {
     child.kill();
     await live.done.catch(() => undefined);
 
-    const survivor = await startApp({ RUN_LEASE_MS: '3000' });
-    survivors.push(survivor);
     const next = (n: number) => ({
       threadId,
       runId: uid(`after-${n}`),
@@ -109,4 +111,49 @@ describe('a replica that dies mid-run', () => {
       }),
     ]);
   });
+
+  it('never lets an id a client saw name another event: a client that saw text just before the kill rejoins and gets its continuation', async () => {
+    // One after the other: the first migrates the database.
+    const doomed = await spawnInstance({ RUN_LEASE_MS: '3000' });
+    const survivor = await spawnInstance({ RUN_LEASE_MS: '3000' });
+    children.push(doomed, survivor);
+    const threadId = uid('crash');
+    const input = {
+      threadId,
+      runId: uid('run'),
+      messages: [{ id: uid('msg'), role: 'user', content: '/slow 2000 one two three' }],
+      tools: [],
+      context: [],
+      forwardedProps: memoryOf(threadId),
+    };
+    const live = await openRun(`${doomed.base}/run`, input);
+    // Killed the moment the first words arrive: nothing after them was produced, and nothing may be lost.
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
+    doomed.kill();
+    await live.done.catch(() => undefined);
+    const seen: Frame[] = [...live.frames];
+    const last = seen.at(-1)!.id;
+
+    const eventsUrl = `${survivor.base}/runs/${encodeURIComponent(input.runId)}/events`;
+    const rejoined = await readRun(
+      await fetch(eventsUrl, { headers: { accept: 'text/event-stream', 'last-event-id': String(last) } }),
+      20_000,
+    );
+    expect(rejoined.res.status).toBe(200);
+    const rest = await rejoined.done;
+    expect(rest[0]?.id).toBe(last + 1);
+    const whole = [...seen, ...rest];
+    assertStreamRules(whole, input);
+    const messageId = seen.find((f) => f.event.type === 'TEXT_MESSAGE_START')!.event.messageId;
+    expect(rest.map((f) => f.event)).toContainEqual(
+      expect.objectContaining({ type: 'TEXT_MESSAGE_END', messageId }),
+    );
+
+    // Every reader gets the same log, and each id the first client saw names the event it saw.
+    const replay = await readRun(await fetch(eventsUrl, { headers: { accept: 'text/event-stream' } }));
+    expect(replay.res.status).toBe(200);
+    const all = await replay.done;
+    expect(all.slice(0, seen.length)).toEqual(seen);
+    expect(all).toEqual(whole);
+  }, 90_000);
 });

@@ -288,7 +288,6 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
   it('serves a stream too far behind a live run from storage, and it still gets every byte once', async () => {
     const slow = await startApp({
       STREAM_MAX_QUEUED_BYTES: '65536',
-      RUN_EVENTS_FLUSH_MS: '20',
       MAX_BODY_BYTES: String(32 * 1024 * 1024),
     });
     try {

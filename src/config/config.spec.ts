@@ -36,7 +36,7 @@ const DEFAULTS: AppConfig = {
   frontendToolTimeoutMs: 300_000,
   runLeaseMs: 20_000,
   lastMessages: 40,
-  runEvents: { retentionMs: 900_000, flushMs: 250, maxQueuedBytes: 1024 * 1024 },
+  runEvents: { retentionMs: 900_000, maxQueuedBytes: 1024 * 1024 },
   disconnectGrace: { defaultMs: 0, maxMs: 600_000 },
   storeAllRuns: false,
   ceilings: {
@@ -166,7 +166,7 @@ describe('loadConfig', () => {
         frontendToolTimeoutMs: 1000,
         runLeaseMs: 300,
         lastMessages: 7,
-        runEvents: { retentionMs: 900_000, flushMs: 250, maxQueuedBytes: 1024 * 1024 },
+        runEvents: { retentionMs: 900_000, maxQueuedBytes: 1024 * 1024 },
         disconnectGrace: { defaultMs: 0, maxMs: 600_000 },
         storeAllRuns: true,
         ceilings: {

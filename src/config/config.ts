@@ -203,11 +203,6 @@ export const VARIABLES = {
     at: 'runEvents.retentionMs',
     doc: "how long a run's events stay readable (`GET /runs/:runId/events`) after it ended; later it is 410 `RUN_EVENTS_EXPIRED`",
   },
-  RUN_EVENTS_FLUSH_MS: {
-    schema: int(10, 60_000).default(250),
-    at: 'runEvents.flushMs',
-    doc: "how often running runs' events are stored (one statement for all); at once while another replica follows a run, and at its end",
-  },
   STREAM_MAX_QUEUED_BYTES: {
     schema: int(65_536, 1024 * 1024 * 1024).default(1024 * 1024),
     at: 'runEvents.maxQueuedBytes',

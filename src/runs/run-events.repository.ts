@@ -58,8 +58,9 @@ export class RunEventsRepository {
   /**
    * Stores chunks and,
    * for the runs in `announce`, NOTIFYs their new last sequence number when the write commits. A
-   * chunk starting where a stored one starts replaces it only when it goes further: a write retried
-   * after a timeout that did commit carries the same frames and more, never others. The commit does
+   * chunk starting where a stored one starts replaces it only when it extends it (a write retried
+   * after a timeout that did commit carries the same frames and more): frames once stored may have
+   * been sent, and are never replaced by others (another instance ending the log meanwhile). The commit does
    * not wait for the WAL to reach disk (`synchronous_commit` off for this transaction only): a
    * follower on another replica waits on this write, and a database crash loses at most the last
    * moments of a replay log, never a run's recorded end or messages (those commits stay synchronous).
@@ -76,7 +77,7 @@ export class RunEventsRepository {
          SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::boolean[])
          ON CONFLICT (run_id, first_seq) DO UPDATE
            SET last_seq = EXCLUDED.last_seq, frames = EXCLUDED.frames, terminal = EXCLUDED.terminal
-          WHERE EXCLUDED.last_seq > run_events.last_seq
+          WHERE EXCLUDED.last_seq > run_events.last_seq AND starts_with(EXCLUDED.frames, run_events.frames)
          RETURNING run_id, first_seq, last_seq, terminal, frames)
        SELECT pg_notify('${RUN_EVENTS_CHANNEL}',
                 first_seq || ' ' || last_seq || ' ' || (CASE WHEN terminal THEN 't' ELSE 'f' END) || ' ' || run_id

@@ -23,8 +23,10 @@ class Collected implements FrameSink {
   push(chunk: Chunk): void {
     this.chunks.push(chunk);
   }
-  end(): void {
+  unlogged: string | undefined;
+  end(unlogged?: string): void {
     this.ended = true;
+    this.unlogged = unlogged;
   }
   get frames(): string {
     return this.chunks.map((c) => c.frames).join('');
@@ -46,16 +48,14 @@ function openLog(graceMs = 0) {
 describe('RunLog', () => {
   it('frames every event up to the first content at once, then one chunk per event-loop turn with deltas of one message merged', async () => {
     const { log, events$, produced } = openLog();
-    const sink = new Collected();
-    log.attach(sink, 0);
     log.start(events$);
     events$.next(started);
-    expect(sink.chunks).toEqual([{ first: 1, last: 1, frames: frame(1, started), terminal: false }]);
+    expect(log.unstored).toEqual([{ first: 1, last: 1, frames: frame(1, started), terminal: false }]);
     events$.next(step);
     events$.next(textStart);
     events$.next(text('Hel'));
     // The first words do not wait for the end of the turn (it may be running many engines).
-    expect(sink.chunks.map((c) => [c.first, c.last])).toEqual([
+    expect(log.unstored.map((c) => [c.first, c.last])).toEqual([
       [1, 1],
       [2, 2],
       [3, 3],
@@ -63,22 +63,21 @@ describe('RunLog', () => {
     ]);
     events$.next(text('lo'));
     events$.next(text(' you'));
-    expect(sink.chunks).toHaveLength(4);
+    expect(log.unstored).toHaveLength(4);
     await turn();
-    expect(sink.chunks[4]).toEqual({ first: 5, last: 5, frames: frame(5, text('lo you')), terminal: false });
+    expect(log.unstored[4]).toEqual({ first: 5, last: 5, frames: frame(5, text('lo you')), terminal: false });
     events$.next(text('!'));
     events$.next(finished);
     events$.complete();
-    expect(sink.chunks[5]).toEqual({
+    expect(log.unstored[5]).toEqual({
       first: 6,
       last: 7,
       frames: frame(6, text('!')) + frame(7, finished),
       terminal: true,
     });
-    expect(sink.ended).toBe(true);
     expect(log.complete).toBe(true);
     expect(produced).toEqual([1, 2, 3, 4, 5, 7]);
-    expect(parseFrames(sink.frames).map((e) => e.type)).toEqual([
+    expect(parseFrames(log.unstored.map((c) => c.frames).join('')).map((e) => e.type)).toEqual([
       'RUN_STARTED',
       'STEP_STARTED',
       'TEXT_MESSAGE_START',
@@ -91,8 +90,6 @@ describe('RunLog', () => {
 
   it('frames a first tool call at once, as a first text', () => {
     const { log, events$ } = openLog();
-    const sink = new Collected();
-    log.attach(sink, 0);
     log.start(events$);
     events$.next(started);
     events$.next({
@@ -103,44 +100,83 @@ describe('RunLog', () => {
       parentMessageId: 'm',
     });
     events$.next({ type: 'TOOL_CALL_ARGS', timestamp: 2, toolCallId: 'c', delta: '{}' });
-    expect(parseFrames(sink.frames).map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START']);
+    expect(parseFrames(log.unstored.map((c) => c.frames).join('')).map((e) => e.type)).toEqual([
+      'RUN_STARTED',
+      'TOOL_CALL_START',
+    ]);
   });
 
-  it('gives a reader attached later what memory holds after its position, then the same chunks as the first', async () => {
+  it('sends readers only what is stored, and ends them once the terminal event is', async () => {
     const { log, events$ } = openLog();
     const first = new Collected();
-    log.attach(first, 0);
+    log.attach(first);
     log.start(events$);
     events$.next(started);
     events$.next(text('a'));
     await turn();
-    events$.next(text('b'));
-    await turn();
-    const late = new Collected();
-    expect(log.covers(1)).toBe(true);
-    log.attach(late, 1);
-    events$.next(finished);
-    events$.complete();
-    // The late reader got every chunk ending after 1 (a chunk may start before: the writer cuts it).
-    expect(late.chunks.map((c) => [c.first, c.last])).toEqual([
-      [2, 2],
-      [3, 3],
-      [4, 4],
-    ]);
-    expect(first.frames.endsWith(late.frames)).toBe(true);
-    expect(late.ended).toBe(true);
-  });
-
-  it('drops stored chunks from memory; a position before them is no longer covered', async () => {
-    const { log, events$ } = openLog();
-    log.start(events$);
-    events$.next(started);
-    events$.next(text('a'));
-    await turn();
+    expect(first.chunks).toEqual([]);
     log.stored(1);
+    expect(first.chunks.map((c) => [c.first, c.last])).toEqual([[1, 1]]);
     expect(log.unstored.map((c) => c.first)).toEqual([2]);
     expect(log.covers(0)).toBe(false);
     expect(log.covers(1)).toBe(true);
+    const late = new Collected();
+    log.attach(late);
+    events$.next(finished);
+    events$.complete();
+    expect(first.ended).toBe(false);
+    log.stored(3);
+    for (const sink of [first, late]) {
+      expect(sink.chunks.map((c) => c.last)).toContain(3);
+      expect(sink.ended).toBe(true);
+    }
+    expect(first.frames).toBe(frame(1, started) + frame(2, text('a')) + frame(3, finished));
+    expect(late.frames).toBe(frame(2, text('a')) + frame(3, finished));
+    const after = new Collected();
+    log.attach(after);
+    expect(after.ended).toBe(true);
+  });
+
+  it('ends its readers with the unstored events without ids when storing fails once the log is complete', () => {
+    const { log, events$ } = openLog();
+    const sink = new Collected();
+    log.attach(sink);
+    log.start(events$);
+    events$.next(started);
+    log.stored(1);
+    events$.next(text('a'));
+    log.storeFailed();
+    expect(sink.ended).toBe(false);
+    events$.next(finished);
+    events$.complete();
+    // Storing is failing: the end goes out without waiting for the database.
+    expect(sink.ended).toBe(true);
+    expect(sink.unlogged).toBe(`data: ${JSON.stringify(text('a'))}\n\ndata: ${JSON.stringify(finished)}\n\n`);
+    expect(sink.frames).toBe(frame(1, started));
+  });
+
+  it('ends its readers without ids at once when the run ended because the database is unavailable', () => {
+    const { log, events$ } = openLog();
+    const sink = new Collected();
+    log.attach(sink);
+    log.start(events$);
+    events$.next(started);
+    log.stored(1);
+    const error: AguiEvent = {
+      type: 'RUN_ERROR',
+      timestamp: 3,
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'down',
+    };
+    events$.next(error);
+    expect(sink.ended).toBe(true);
+    expect(sink.unlogged).toBe(`data: ${JSON.stringify(error)}\n\n`);
+    const other = openLog();
+    const waits = new Collected();
+    other.log.attach(waits);
+    other.log.start(other.events$);
+    other.events$.next({ type: 'RUN_ERROR', timestamp: 3, code: 'MODEL_ERROR', message: 'no' });
+    expect(waits.ended).toBe(false);
   });
 
   it('abandons the run at once when its last reader leaves without a grace period, never while one reads', () => {

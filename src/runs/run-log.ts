@@ -20,9 +20,15 @@ const isTerminal = (event: AguiEvent) => event.type === 'RUN_FINISHED' || event.
 export interface FrameSink {
   /** Frames of consecutive events; the first may repeat some the sink already has. */
   push(chunk: Chunk): void;
-  /** The run's log is complete: nothing follows. */
-  end(): void;
+  /**
+   * The run's log is complete: nothing follows. `unlogged`: frames without ids of the events that
+   * could not be stored (the database failed), written before the end, for this connection only.
+   */
+  end(unlogged?: string): void;
 }
+
+/** `frames` without their `id:` lines: events sent outside the log (a raw line never starts so inside JSON). */
+export const withoutIds = (frames: string): string => frames.replace(/^id: \d+\n/gm, '');
 
 export type RunLogOptions = {
   /** How long the run goes on once its last reader left, for someone to rejoin; 0: it stops at once. */
@@ -45,17 +51,20 @@ const FIRST_CONTENT: ReadonlySet<AguiEvent['type']> = new Set([
  * event-loop turn become one chunk of frames, numbered once (consecutive TEXT_MESSAGE_CONTENT
  * deltas of one message merged into one event, as the client sees the same text with fewer frames),
  * so the original stream and every joiner get the same bytes. The events up to the run's first
- * content are framed at once: RUN_STARTED goes out with the headers, and the first words as soon as
- * the engine has them. Chunks stay in memory until they are stored;
- * a reader further back reads storage first.
+ * content are framed at once: RUN_STARTED and the first words go to storage as soon as the engine
+ * has them. A chunk reaches readers only once it is stored: an id a client was sent names its event
+ * for good, whatever becomes of this instance (a continuation or the reaper numbers its events after
+ * the stored ones). When storing fails for good, the readers here get the rest without ids.
  */
 export class RunLog {
   /** The last sequence number framed. */
   seq = 0;
-  /** Every event up to this one is stored. */
+  /** Every event up to this one is stored, and sent to the readers attached. */
   storedSeq = 0;
-  /** Framed, not yet stored, in order: every event after `storedSeq`. */
+  /** Framed, not yet stored (so not sent), in order: every event after `storedSeq`. */
   unstored: Chunk[] = [];
+  /** The last write of this log failed (the store keeps trying): a complete log ends its readers without waiting. */
+  failing = false;
   /** The terminal event was framed (or the events ended): nothing follows. */
   complete = false;
   /** A write of this log's chunks is in flight (the store writes one at a time per run). */
@@ -64,6 +73,8 @@ export class RunLog {
   /** The run's first content was framed: from then on the events of a turn are framed together. */
   private contentFramed = false;
   private flushScheduled = false;
+  /** The run ended because the database is unavailable: its end is not stored before it is sent. */
+  private endedUnavailable = false;
   private readonly sinks = new Set<FrameSink>();
   private readers = 0;
   private grace: NodeJS.Timeout | undefined;
@@ -83,18 +94,22 @@ export class RunLog {
     });
   }
 
-  /** Whether memory holds every event after `seq`, so a reader there can be attached live. */
+  /** Whether a reader at `seq` has every event sent so far, so it can be attached live. */
   covers(seq: number): boolean {
     return seq >= this.storedSeq;
   }
 
+  /** Whether every event is stored and the log complete: nothing more will be sent. */
+  get ended(): boolean {
+    return this.complete && this.storedSeq >= this.seq;
+  }
+
   /**
-   * Sends `sink` the events after `after` held in memory (the caller checked {@link covers}), then
-   * every new chunk as it is framed, until the log completes or the sink is detached.
+   * Sends `sink` every chunk as it is stored (the caller checked {@link covers}), until the log ends
+   * or the sink is detached.
    */
-  attach(sink: FrameSink, after: number): void {
-    for (const chunk of this.unstored) if (chunk.last > after) sink.push(chunk);
-    if (this.complete) sink.end();
+  attach(sink: FrameSink): void {
+    if (this.ended) sink.end();
     else this.sinks.add(sink);
   }
 
@@ -115,10 +130,21 @@ export class RunLog {
     };
   }
 
-  /** Everything up to `seq` is stored: its chunks leave memory. */
+  /** Everything up to `seq` is stored: its chunks go to the readers and leave memory. */
   stored(seq: number): void {
+    this.failing = false;
     this.storedSeq = Math.max(this.storedSeq, seq);
-    while (this.unstored.length && this.unstored[0].last <= this.storedSeq) this.unstored.shift();
+    while (this.unstored.length && this.unstored[0].last <= this.storedSeq) {
+      const chunk = this.unstored.shift()!;
+      for (const sink of this.sinks) sink.push(chunk);
+    }
+    if (this.ended) this.endSinks();
+  }
+
+  /** A write of this log failed: a complete log ends its readers now, the rest sent without ids. */
+  storeFailed(): void {
+    this.failing = true;
+    if (this.complete) this.endSinks(withoutIds(this.unstored.map((c) => c.frames).join('')));
   }
 
   /** Stops taking events (the instance is closing and the run's end could not be kept). */
@@ -169,15 +195,11 @@ export class RunLog {
     const first = this.seq + 1;
     let frames = '';
     for (const event of this.pending) frames += frame(++this.seq, event);
-    const chunk: Chunk = {
-      first,
-      last: this.seq,
-      frames,
-      terminal: isTerminal(this.pending[this.pending.length - 1]),
-    };
+    const last = this.pending[this.pending.length - 1];
+    const chunk: Chunk = { first, last: this.seq, frames, terminal: isTerminal(last) };
+    this.endedUnavailable = last.type === 'RUN_ERROR' && last.code === 'SERVICE_UNAVAILABLE';
     this.pending = [];
     this.unstored.push(chunk);
-    for (const sink of this.sinks) sink.push(chunk);
     if (chunk.terminal) this.finish();
     else this.options.produced(this);
   }
@@ -188,8 +210,13 @@ export class RunLog {
     if (this.complete) return;
     this.complete = true;
     clearTimeout(this.grace);
-    for (const sink of this.sinks) sink.end();
-    this.sinks.clear();
+    // Storing is failing (or the run ended because the database is unavailable): no waiting for it.
+    if (this.failing || this.endedUnavailable) this.storeFailed();
     this.options.produced(this);
+  }
+
+  private endSinks(unlogged?: string): void {
+    for (const sink of this.sinks) sink.end(unlogged || undefined);
+    this.sinks.clear();
   }
 }

@@ -34,6 +34,10 @@ const FOLLOW_POLL_MS = 1_000;
 const ORPHAN_AFTER_MS = 3_000;
 /** How often logs of runs ended longer than the retention ago are deleted. */
 const SWEEP_MS = 60_000;
+/** How often writes that failed are tried again. */
+const RETRY_MS = 1_000;
+/** Writes of run events in flight at once (each takes what the runs produced meanwhile: a group commit). */
+const MAX_WRITES = 2;
 
 /** A stream following a run's storage, told of each announced write (its chunk when the frames came with it). */
 type Follower = (chunk: Chunk | undefined) => void;
@@ -43,10 +47,11 @@ export type Join = (writer: SseWriter) => void;
 
 /**
  * The event logs of runs, and every stream of them (issue 13, resumable runs). A run's own instance
- * keeps its log (RunLog) and serves its readers from memory; the log is stored in batches every
- * RUN_EVENTS_FLUSH_MS, at once while someone on another instance follows it, and at once when the
- * run ends. A reader on another instance (or one behind) reads storage, then follows the writes the
- * owner announces (NOTIFY). When the last reader of a live run leaves, the run is stopped, after the
+ * keeps its log (RunLog) and serves its readers from memory, each chunk once it is stored: what the
+ * runs produced is written at once, one statement for all of them while the previous is in flight
+ * (a group commit: statements follow the database's pace, not the number of runs or events). A
+ * reader on another instance (or one behind) reads storage, then follows the writes the owner
+ * announces (NOTIFY). When the last reader of a live run leaves, the run is stopped, after the
  * run's disconnect grace period if it has one. Logs are deleted RUN_EVENTS_RETENTION_MS after their
  * run ended.
  */
@@ -65,7 +70,10 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   /** Streams following storage, so a draining instance can close them. */
   private readonly following = new Set<SseWriter>();
   private timers: NodeJS.Timeout[] = [];
-  private flushing = false;
+  /** Logs with chunks to store, for the next write. */
+  private readonly due = new Set<RunLog>();
+  private writes = 0;
+  private writeScheduled = false;
   /** Every log's `produced`: one function for all of them, not a closure per open run. */
   private readonly onProduced = (log: RunLog) => this.produced(log);
 
@@ -91,7 +99,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
       timer.unref();
       this.timers.push(timer);
     };
-    every(this.config.runEvents.flushMs, () => void this.flush());
+    every(RETRY_MS, () => this.retry());
     every(WATCH_REFRESH_MS, () => this.refreshWatches());
     every(SWEEP_MS, () => void this.sweep());
   }
@@ -101,7 +109,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     this.timers.forEach(clearInterval);
     this.timers = [];
     for (let i = 0; i < 3 && [...this.logs.values()].some((l) => l.unstored.length); i++) {
-      await this.flush(true);
+      await this.write([...this.logs.values()].filter((log) => !log.writing));
+      while (this.writes) await new Promise((resolve) => setTimeout(resolve, 5));
     }
     for (const log of this.logs.values()) log.close();
   }
@@ -188,7 +197,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
       }
-      if (!writer.finished && !writer.isBehind) log.attach(writer, writer.lastSeq);
+      if (!writer.finished && !writer.isBehind) log.attach(writer);
     } catch (err) {
       this.log.warn(`run ${log.runId}: reading its stored events failed: ${(err as Error).message}`);
       writer.close();
@@ -302,27 +311,36 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     return true;
   }
 
-  /** A chunk was framed: stored at once when someone elsewhere follows the run, or when it is the last. */
+  /** A chunk was framed (or the log completed): it is stored with the next write. */
   private produced(log: RunLog): void {
     if (log.complete) this.completedAt.set(log.runId, Date.now());
-    if (log.complete || this.watchers.has(log.runId)) void this.write([log]);
+    this.due.add(log);
+    this.scheduleWrite();
   }
 
-  /** Stores every log's unstored chunks, in one statement. */
-  private async flush(all = false): Promise<void> {
-    if (this.flushing && !all) return;
-    this.flushing = true;
-    try {
-      // Runs followed from another replica are written as they go (produced): not held behind this batch.
-      const due = [...this.logs.values()].filter((log) => all || !this.watchers.has(log.runId));
-      await this.write(due);
-      this.dropStale();
-    } finally {
-      this.flushing = false;
-    }
+  private scheduleWrite(): void {
+    if (this.writeScheduled || this.writes >= MAX_WRITES || !this.due.size) return;
+    this.writeScheduled = true;
+    // What the runs produce in this event-loop turn goes into the same statement.
+    setImmediate(() => {
+      this.writeScheduled = false;
+      const logs = [...this.due].filter((log) => !log.writing);
+      for (const log of logs) this.due.delete(log);
+      if (logs.length) void this.write(logs);
+    });
   }
 
-  /** Writes the unstored chunks of `logs` (one per run: its consecutive chunks joined), one write in flight per run. */
+  /** Logs whose write failed are tried again; those that could not be stored within the retention are given up. */
+  private retry(): void {
+    for (const log of this.logs.values()) if (log.failing && !log.writing) this.due.add(log);
+    this.scheduleWrite();
+    this.dropStale();
+  }
+
+  /**
+   * Writes the unstored chunks of `logs` (one per run: its consecutive chunks joined) in one
+   * statement, one write in flight per run; each log sends what was stored to its readers.
+   */
   private async write(logs: RunLog[]): Promise<void> {
     const batch: Array<[RunLog, StoredChunk]> = [];
     for (const log of logs) {
@@ -342,6 +360,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     const announce = batch
       .filter(([log, chunk]) => chunk.terminal || this.watchers.has(log.runId))
       .map(([log]) => log.runId);
+    this.writes++;
     let ok = false;
     try {
       await this.events.append(
@@ -351,17 +370,21 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
       ok = true;
     } catch (err) {
       this.log.warn(`storing the events of ${batch.length} run(s) failed: ${(err as Error).message}`);
+    } finally {
+      this.writes--;
     }
     for (const [log, chunk] of batch) {
       log.writing = false;
       if (ok) log.stored(chunk.last);
+      else log.storeFailed();
       if (log.complete && !log.unstored.length) {
         this.logs.delete(log.runId);
         this.completedAt.delete(log.runId);
-      } else if (ok && log.unstored.length && (log.complete || this.watchers.has(log.runId))) {
-        void this.write([log]);
+      } else if (ok && log.unstored.length) {
+        this.due.add(log);
       }
     }
+    this.scheduleWrite();
   }
 
   /** Complete logs that could not be stored within the retention are given up. */
@@ -415,9 +438,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     if (watch) watch.expires = Date.now() + WATCH_TTL_MS;
     else byInstance.set(instance, { expires: Date.now() + WATCH_TTL_MS, release: log?.addReader() });
     if (!log) return;
-    // The follower reads storage now: store what it lacks, and tell it where the log is.
-    if (log.unstored.length) void this.write([log]);
-    else
+    // The follower reads storage now: tell it where the log is (what is unstored is being written).
+    if (!log.unstored.length)
       void this.notifications
         .notify(RUN_EVENTS_CHANNEL, `0 ${log.storedSeq} f ${runId}`)
         .catch(() => undefined);

@@ -155,13 +155,14 @@ export class SseWriter implements FrameSink {
     }
   }
 
-  /** The run's log is complete: what is queued goes out, then the stream ends. */
-  end(): void {
+  /** The run's log is complete: what is queued goes out, then `unlogged` (frames without ids), then the stream ends. */
+  end(unlogged?: string): void {
     if (this.finished) return;
     this.finished = true;
     this.heartbeat.delete(this);
     if (this.raw.destroyed) return;
     if (this.queued.length) this.raw.write(this.queued.join(''));
+    if (unlogged) this.raw.write(unlogged);
     this.raw.end();
   }
 
