@@ -60,7 +60,7 @@ describe('a replica that dies mid-run', () => {
     expect(accepted).toContain('RUN_FINISHED');
     const dead = await db((c) => c.query('SELECT status, error_code FROM runs WHERE id = $1', [deadRun]));
     expect(dead.rows[0]).toEqual({ status: 'error', error_code: 'INTERRUPTED' });
-  });
+  }, 90_000);
 
   it('keeps the text a killed instance had shown: checkpointed while streaming, stored interrupted when reaped', async () => {
     const child = await spawnInstance({ RUN_LEASE_MS: '3000' });
@@ -110,7 +110,7 @@ describe('a replica that dies mid-run', () => {
         metadata: { interrupted: true },
       }),
     ]);
-  });
+  }, 90_000);
 
   it('never lets an id a client saw name another event: a client that saw text just before the kill rejoins and gets its continuation', async () => {
     // One after the other: the first migrates the database.

@@ -167,6 +167,8 @@ describe('a database that freezes (accepts TCP, never answers)', () => {
     assertStreamRules(frames, input);
     expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'SERVICE_UNAVAILABLE' });
     expect(frames.map((f) => f.event.type)).toContain('TEXT_MESSAGE_END');
+    // Its end could not be stored: it names no id of the run's log.
+    expect(frames.at(-1)!.unlogged).toBe(true);
     // The model's own second (six deltas, 150 ms apart), then one query or connect timeout.
     expect(endedAfter).toBeLessThan(1000 + ANSWER_WITHIN_MS);
 

@@ -109,7 +109,7 @@ describe('RunLog', () => {
   it('sends readers only what is stored, and ends them once the terminal event is', async () => {
     const { log, events$ } = openLog();
     const first = new Collected();
-    log.attach(first);
+    log.attach(first, 0);
     log.start(events$);
     events$.next(started);
     events$.next(text('a'));
@@ -118,10 +118,10 @@ describe('RunLog', () => {
     log.stored(1);
     expect(first.chunks.map((c) => [c.first, c.last])).toEqual([[1, 1]]);
     expect(log.unstored.map((c) => c.first)).toEqual([2]);
-    expect(log.covers(0)).toBe(false);
-    expect(log.covers(1)).toBe(true);
+    // What was sent stays a moment, for a reader that just read storage.
+    expect(log.covers(0)).toBe(true);
     const late = new Collected();
-    log.attach(late);
+    log.attach(late, 1);
     events$.next(finished);
     events$.complete();
     expect(first.ended).toBe(false);
@@ -133,14 +133,30 @@ describe('RunLog', () => {
     expect(first.frames).toBe(frame(1, started) + frame(2, text('a')) + frame(3, finished));
     expect(late.frames).toBe(frame(2, text('a')) + frame(3, finished));
     const after = new Collected();
-    log.attach(after);
+    log.attach(after, 3);
+    expect(after.chunks).toEqual([]);
     expect(after.ended).toBe(true);
+  });
+
+  it('keeps only the last chunks sent: a reader further back reads storage', async () => {
+    const { log, events$ } = openLog();
+    log.start(events$);
+    events$.next(started);
+    events$.next(text('first'));
+    for (let i = 0; i < 40; i++) {
+      await turn();
+      events$.next(step);
+    }
+    await turn();
+    log.stored(log.seq);
+    expect(log.covers(log.seq - 32)).toBe(true);
+    expect(log.covers(log.seq - 33)).toBe(false);
   });
 
   it('ends its readers with the unstored events without ids when storing fails once the log is complete', () => {
     const { log, events$ } = openLog();
     const sink = new Collected();
-    log.attach(sink);
+    log.attach(sink, 0);
     log.start(events$);
     events$.next(started);
     log.stored(1);
@@ -158,7 +174,7 @@ describe('RunLog', () => {
   it('ends its readers without ids at once when the run ended because the database is unavailable', () => {
     const { log, events$ } = openLog();
     const sink = new Collected();
-    log.attach(sink);
+    log.attach(sink, 0);
     log.start(events$);
     events$.next(started);
     log.stored(1);
@@ -173,7 +189,7 @@ describe('RunLog', () => {
     expect(sink.unlogged).toBe(`data: ${JSON.stringify(error)}\n\n`);
     const other = openLog();
     const waits = new Collected();
-    other.log.attach(waits);
+    other.log.attach(waits, 0);
     other.log.start(other.events$);
     other.events$.next({ type: 'RUN_ERROR', timestamp: 3, code: 'MODEL_ERROR', message: 'no' });
     expect(waits.ended).toBe(false);

@@ -14,6 +14,9 @@ export function parseFrames(frames: string): AguiEvent[] {
     .map((f) => JSON.parse(f.slice(f.indexOf('\ndata: ') + 7)) as AguiEvent);
 }
 
+/** Chunks sent that a log keeps for readers attaching after a read of storage. */
+const RECENT_CHUNKS = 32;
+
 const isTerminal = (event: AguiEvent) => event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR';
 
 /** Whoever receives a run's frames: a client's stream. */
@@ -63,6 +66,11 @@ export class RunLog {
   storedSeq = 0;
   /** Framed, not yet stored (so not sent), in order: every event after `storedSeq`. */
   unstored: Chunk[] = [];
+  /**
+   * The last chunks sent, kept a little while: a reader that just read storage is attached from
+   * here, though writes went on during its read.
+   */
+  private recent: Chunk[] = [];
   /** The last write of this log failed (the store keeps trying): a complete log ends its readers without waiting. */
   failing = false;
   /** The terminal event was framed (or the events ended): nothing follows. */
@@ -94,9 +102,9 @@ export class RunLog {
     });
   }
 
-  /** Whether a reader at `seq` has every event sent so far, so it can be attached live. */
+  /** Whether memory holds every event sent after `seq`, so a reader there can be attached live. */
   covers(seq: number): boolean {
-    return seq >= this.storedSeq;
+    return seq >= (this.recent[0]?.first ?? this.storedSeq + 1) - 1;
   }
 
   /** Whether every event is stored and the log complete: nothing more will be sent. */
@@ -105,10 +113,11 @@ export class RunLog {
   }
 
   /**
-   * Sends `sink` every chunk as it is stored (the caller checked {@link covers}), until the log ends
-   * or the sink is detached.
+   * Sends `sink` the events sent after `after` that memory holds (the caller checked {@link covers}),
+   * then every chunk as it is stored, until the log ends or the sink is detached.
    */
-  attach(sink: FrameSink): void {
+  attach(sink: FrameSink, after: number): void {
+    for (const chunk of this.recent) if (chunk.last > after) sink.push(chunk);
     if (this.ended) sink.end();
     else this.sinks.add(sink);
   }
@@ -137,7 +146,9 @@ export class RunLog {
     while (this.unstored.length && this.unstored[0].last <= this.storedSeq) {
       const chunk = this.unstored.shift()!;
       for (const sink of this.sinks) sink.push(chunk);
+      this.recent.push(chunk);
     }
+    if (this.recent.length > RECENT_CHUNKS) this.recent.splice(0, this.recent.length - RECENT_CHUNKS);
     if (this.ended) this.endSinks();
   }
 

@@ -197,7 +197,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
       }
-      if (!writer.finished && !writer.isBehind) log.attach(writer);
+      if (!writer.finished && !writer.isBehind) log.attach(writer, writer.lastSeq);
     } catch (err) {
       this.log.warn(`run ${log.runId}: reading its stored events failed: ${(err as Error).message}`);
       writer.close();

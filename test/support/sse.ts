@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 
-export type Frame = { id: number; event: Record<string, any> };
+/**
+ * One event of a stream. `unlogged`: sent without an id, for that connection only (the run's log
+ * could not store it); numbered after the frame before it, so the stream rules still read it in order.
+ */
+export type Frame = { id: number; event: Record<string, any>; unlogged?: true };
 
 let counter = 0;
 export const uid = (prefix: string) => `${prefix}-${randomUUID()}-${++counter}`;
@@ -35,7 +39,8 @@ export async function postRun(url: string, body: unknown, init: RequestInit = {}
 }
 
 /**
- * Parses an SSE body strictly as CONTRACT section 3 writes it: LF only, `id: <n>` then `data: <json>`,
+ * Parses an SSE body strictly as CONTRACT section 3 writes it: LF only, `id: <n>` then `data: <json>`
+ * (the last frames may lack their id: see {@link Frame}),
  * a blank line after each event, `: ping` comments allowed. Anything else throws.
  */
 export function parseFrames(raw: string): { frames: Frame[]; pings: number } {
@@ -49,9 +54,12 @@ export function parseFrames(raw: string): { frames: Frame[]; pings: number } {
       pings++;
       continue;
     }
-    const m = /^id: (\d+)\ndata: (.+)$/.exec(block);
+    const m = /^(?:id: (\d+)\n)?data: (.+)$/.exec(block);
     if (!m) throw new Error(`malformed frame: ${JSON.stringify(block.slice(0, 200))}`);
-    frames.push({ id: Number(m[1]), event: JSON.parse(m[2]) });
+    if (m[1] !== undefined && frames.at(-1)?.unlogged)
+      throw new Error('a frame with an id after one without');
+    if (m[1] !== undefined) frames.push({ id: Number(m[1]), event: JSON.parse(m[2]) });
+    else frames.push({ id: (frames.at(-1)?.id ?? 0) + 1, event: JSON.parse(m[2]), unlogged: true });
   }
   return { frames, pings };
 }
