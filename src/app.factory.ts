@@ -11,7 +11,7 @@ import { Metrics } from './ops/metrics.service';
 import { quietStartup } from './ops/logging';
 import { DomainErrorFilter } from './common/error.filter';
 import { DomainError, ErrorDetail, envelope } from './common/errors';
-import { bodyLimitError, runBodyLimitError } from './common/body-limits';
+import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from './common/body-limits';
 import { SafeInputPipe } from './common/safe-input';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
@@ -104,15 +104,15 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const runRoute = `${config.prefix}/run`;
   adapter.getInstance().addHook('preValidation', (request, reply, done) => {
     if (request.body === undefined) return done();
+    const isRun = request.method === 'POST' && request.routeOptions.url === runRoute;
     const error =
-      (request.method === 'POST' && request.routeOptions.url === runRoute
-        ? runBodyLimitError(request.body, config.limits)
-        : undefined) ??
+      (isRun ? runBodyLimitError(request.body, config.limits) : undefined) ??
       bodyLimitError(request.body, {
         maxDepth: config.limits.maxJsonDepth,
         maxValues: config.limits.maxJsonValues,
         maxStringLength: config.limits.maxStringLength,
-      });
+      }) ??
+      (isRun ? forwardedPropsLimitError(request.body, config.limits) : undefined);
     if (!error) return done();
     void reply.status(error.status).send(envelope(error));
   });

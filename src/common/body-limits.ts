@@ -94,7 +94,7 @@ function keysUpTo(value: unknown, cap: number): number {
 }
 
 /**
- * The first count of a `RunAgentInput` beyond its limit, or undefined: counted before the body is
+ * The first list of a `RunAgentInput` longer than its limit, or undefined: counted before the body is
  * walked or validated, so the cost of a refusal does not grow with what was sent.
  */
 export function runBodyLimitError(body: unknown, limits: RunBodyLimits): DomainError | undefined {
@@ -115,7 +115,13 @@ export function runBodyLimitError(body: unknown, limits: RunBodyLimits): DomainE
       return invalid(`messages.${i}.content`, `at most ${limits.maxContentParts} content parts per message`);
     }
   }
-  if (keysUpTo(input.forwardedProps, limits.maxForwardedPropsKeys) > limits.maxForwardedPropsKeys) {
+  return undefined;
+}
+
+/** `forwardedProps` with more keys than its limit, after the body's own bounds held (so nesting is bounded). */
+export function forwardedPropsLimitError(body: unknown, limits: RunBodyLimits): DomainError | undefined {
+  const props = (body as { forwardedProps?: unknown } | null)?.forwardedProps;
+  if (keysUpTo(props, limits.maxForwardedPropsKeys) > limits.maxForwardedPropsKeys) {
     return tooLarge('forwardedProps', `at most ${limits.maxForwardedPropsKeys} keys`);
   }
   return undefined;
