@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { BaseEvent, EventType } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import { BuiltService, startBuiltService } from '../support/built-service';
+import { ALL_CHECKS } from './checks';
 import { ConformanceReport, failedChecks, formatReport, runConformance } from './kit';
 
 /** Each report as text in CONFORMANCE_REPORTS_DIR when it is set (the reports quoted in release notes). */
@@ -125,6 +126,22 @@ const BROKEN: [string, string, (input: Input) => BaseEvent[]][] = [
 ];
 
 describe('the conformance kit', () => {
+  it("names every check, with its source, in the tables of the kit's README", () => {
+    const readme = readFileSync(join(__dirname, 'README.md'), 'utf8');
+    const rows = new Map(
+      [...readme.matchAll(/^\|\s*`([^`]+)`\s*\|\s*(\d)\s*\|(.*)\|\s*$/gm)].map(([, id, level, rest]) => [
+        id,
+        { level, rest },
+      ]),
+    );
+    for (const check of ALL_CHECKS) {
+      expect({ id: check.id, row: rows.has(check.id) }).toEqual({ id: check.id, row: true });
+      expect(rows.get(check.id)!.level).toBe(String(check.level));
+      if (check.source.kind === 'protocol') expect(rows.get(check.id)!.rest).toContain(check.source.clause);
+    }
+    expect([...rows.keys()].sort()).toEqual(ALL_CHECKS.map((c) => c.id).sort());
+  });
+
   describe('against io-bridge (node dist/src/main.js)', () => {
     let service: BuiltService | undefined;
     const reports: Partial<Record<'protocol' | 'io-bridge', ConformanceReport>> = {};
