@@ -289,6 +289,8 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
     const slow = await startApp({
       STREAM_MAX_QUEUED_BYTES: '65536',
       MAX_BODY_BYTES: String(32 * 1024 * 1024),
+      // The answer's one message is 5 MB.
+      MAX_STRING_LENGTH: String(8 * 1024 * 1024),
     });
     try {
       const metric = async () => {

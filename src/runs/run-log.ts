@@ -14,8 +14,8 @@ export function parseFrames(frames: string): AguiEvent[] {
     .map((f) => JSON.parse(f.slice(f.indexOf('\ndata: ') + 7)) as AguiEvent);
 }
 
-/** Chunks sent that a log keeps for readers attaching after a read of storage. */
-const RECENT_CHUNKS = 32;
+/** How long a log keeps chunks it sent, for readers attaching after a read of storage. */
+const RECENT_MS = 1000;
 
 const isTerminal = (event: AguiEvent) => event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR';
 
@@ -71,6 +71,8 @@ export class RunLog {
    * here, though writes went on during its read.
    */
   private recent: Chunk[] = [];
+  /** When each chunk of `recent` was sent (performance.now()). */
+  private sentAt: number[] = [];
   /** The last write of this log failed (the store keeps trying): a complete log ends its readers without waiting. */
   failing = false;
   /** The terminal event was framed (or the events ended): nothing follows. */
@@ -147,8 +149,12 @@ export class RunLog {
       const chunk = this.unstored.shift()!;
       for (const sink of this.sinks) sink.push(chunk);
       this.recent.push(chunk);
+      this.sentAt.push(performance.now());
     }
-    if (this.recent.length > RECENT_CHUNKS) this.recent.splice(0, this.recent.length - RECENT_CHUNKS);
+    let old = 0;
+    while (old < this.sentAt.length && performance.now() - this.sentAt[old] > RECENT_MS) old++;
+    this.recent.splice(0, old);
+    this.sentAt.splice(0, old);
     if (this.ended) this.endSinks();
   }
 
