@@ -29,6 +29,8 @@ FROM deps AS build
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 COPY migrations ./migrations
+COPY packages/client/src ./packages/client/src
+COPY playground ./playground
 RUN npm run build
 
 FROM deps AS prod-deps
