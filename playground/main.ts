@@ -499,6 +499,8 @@ async function start() {
     await loadAgents();
     await loadThreads();
     say('');
+    // When the page became usable: what the load-time figure measures.
+    performance.mark('io-bridge:ready');
   } catch (err) {
     say(problem(err));
     if (err instanceof IoBridgeError && err.statusCode === 401) {

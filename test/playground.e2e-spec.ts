@@ -5,6 +5,7 @@ import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-c
 import { IoBridgeClient } from '@io-bridge/client';
 import { startBuiltService, type BuiltService } from './support/built-service';
 import { launchChromium } from './support/chromium';
+import { TestIdp } from './support/oidc';
 
 /**
  * The playground (CONTRACT section 12) in headless Chromium against the built service: chat with
@@ -94,6 +95,7 @@ describe('the playground at /playground, in Chromium against the built service',
     const response = await page.goto(`${origin}/playground`, { waitUntil: 'load' });
     expect(response?.status()).toBe(200);
     const agent = page.getByRole('combobox', { name: 'Agent' });
+    await agent.locator('option', { hasText: 'Calculator' }).waitFor({ state: 'attached' });
     await expect(agent.locator('option').allInnerTexts()).resolves.toEqual(['Assistant', 'Calculator']);
     await expect(agent.inputValue()).resolves.toBe('assistant');
     await send('hello **bold** world');
@@ -200,5 +202,49 @@ describe('the playground at /playground, in Chromium against the built service',
     await expect(threadList().isVisible()).resolves.toBe(true);
     await shot('narrow');
     expect(problems).toEqual([]);
+  });
+});
+
+describe('the playground with AUTH_MODE=jwt', () => {
+  let idp: TestIdp;
+  let service: BuiltService;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    idp = await TestIdp.start();
+    service = await startBuiltService({
+      AUTH_MODE: 'jwt',
+      OIDC_ISSUER: idp.issuer,
+      OIDC_AUDIENCE: idp.audience,
+    });
+    browser = await launchChromium();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+    await idp?.close();
+  });
+
+  it('asks for a token, then works as its owner; the token stays in the tab', async () => {
+    const sub = `alice-${randomUUID()}`;
+    const token = await idp.sign({ sub });
+    const page = await browser.newPage();
+    await page.goto(`${service.origin}/playground`, { waitUntil: 'load' });
+    await page.getByRole('status').getByText('UNAUTHENTICATED').waitFor();
+    const field = page.getByLabel('Bearer token');
+    await expect(field.evaluate((node) => node === document.activeElement)).resolves.toBe(true);
+    await field.fill(token);
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page
+      .getByRole('combobox', { name: 'Agent' })
+      .locator('option', { hasText: 'Assistant' })
+      .waitFor({ state: 'attached' });
+    await page.getByRole('textbox', { name: 'Message' }).fill('signed in');
+    await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+    await page.getByRole('status').getByText('Done.').waitFor();
+    const alice = new IoBridgeClient({ baseUrl: service.base, token });
+    expect((await alice.threads.list()).threads.map((t) => t.title)).toEqual(['signed in']);
+    await expect(page.evaluate(() => JSON.stringify(localStorage))).resolves.not.toContain(token);
+    await page.screenshot({ path: join(SHOTS, 'signed-in.png') });
   });
 });

@@ -28,7 +28,7 @@ describe('@io-bridge/client', () => {
 
   beforeAll(async () => {
     service = await startBuiltService();
-  });
+  }, 90_000);
   afterAll(async () => {
     await service?.stop();
   });
