@@ -496,8 +496,7 @@ async function start() {
   el.token.value = token ?? '';
   el.owner.value = owner ?? '';
   try {
-    await loadAgents();
-    await loadThreads();
+    await Promise.all([loadAgents(), loadThreads()]);
     say('');
     // When the page became usable: what the load-time figure measures.
     performance.mark('io-bridge:ready');
