@@ -24,7 +24,11 @@ COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm npm ci
 
 FROM deps AS build
+# The commit built, for the io_bridge_build_info metric: `--build-arg IO_BRIDGE_COMMIT=$(git rev-parse HEAD)`
+# (.git stays out of the context).
+ARG IO_BRIDGE_COMMIT=
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY migrations ./migrations
 RUN npm run build
