@@ -4,7 +4,8 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { db, eventually } from './support/app';
 import { freePort, MAIN, startBuiltService } from './support/built-service';
@@ -216,6 +217,55 @@ describe('metrics of the built service', () => {
       expect(text).toMatch(/^io_bridge_db_pool_waiting_requests \d+$/m);
     } finally {
       await service.stop();
+    }
+  });
+});
+
+describe('start-up of the built service', () => {
+  it('reads .env of its working directory (the environment wins) and prints URLs that answer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'io-bridge-dotenv-'));
+    const port = await freePort();
+    writeFileSync(join(dir, '.env'), `IO_BRIDGE_PREFIX=/from-dotenv\nPORT=1\nLOG_LEVEL=log\n`);
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      NODE_ENV: 'development',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      AUTH_MODE: 'none',
+      MODEL: 'scripted',
+      DATABASE_URL: process.env.E2E_DATABASE_URL,
+    };
+    delete env.IO_BRIDGE_PREFIX;
+    delete env.LOG_LEVEL;
+    const child = spawn(process.execPath, [MAIN], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise((resolve) => child.once('close', resolve));
+    try {
+      const line = await eventually(
+        () => Promise.resolve(jsonLines(output).find((l) => / listening on /.test(String(l.msg)))),
+        60_000,
+      );
+      const urls = [...String(line.msg).matchAll(/(playground|docs|API) (http:\/\/\S+?)(?=,|$)/g)].map(
+        (m) => ({
+          name: m[1],
+          url: m[2],
+        }),
+      );
+      expect(urls.map((u) => u.name)).toEqual(expect.arrayContaining(['docs', 'API']));
+      const api = urls.find((u) => u.name === 'API')!.url;
+      // PORT from the environment, IO_BRIDGE_PREFIX from .env.
+      expect(api).toBe(`http://127.0.0.1:${port}/from-dotenv/agents`);
+      for (const { name, url } of urls) {
+        const res = await fetch(url);
+        await res.arrayBuffer();
+        expect({ name, status: res.status }).toEqual({ name, status: 200 });
+      }
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
