@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
@@ -137,7 +138,10 @@ describe('the conformance kit', () => {
     for (const check of ALL_CHECKS) {
       expect({ id: check.id, row: rows.has(check.id) }).toEqual({ id: check.id, row: true });
       expect(rows.get(check.id)!.level).toBe(String(check.level));
-      if (check.source.kind === 'protocol') expect(rows.get(check.id)!.rest).toContain(check.source.clause);
+      if (check.source.kind === 'protocol')
+        expect(rows.get(check.id)!.rest).toContain(
+          check.source.clause.replace(/\|/g, '\\|'), // a table cell escapes |
+        );
     }
     expect([...rows.keys()].sort()).toEqual(ALL_CHECKS.map((c) => c.id).sort());
   });
@@ -261,5 +265,51 @@ describe('the conformance kit', () => {
       expect(check.source.kind).toBe('protocol');
       expect(check.seen).not.toBe('');
     });
+  });
+
+  describe('as a command (npm run conformance -- --base URL)', () => {
+    const cli = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [join(__dirname, 'cli.mts'), ...args]);
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+    const servers: Awaited<ReturnType<typeof plainAgUiServer>>[] = [];
+    afterAll(async () => {
+      await Promise.all(servers.map((s) => s.close()));
+    });
+
+    it('prints the JSON report with --report json and exits 0 when the chosen levels pass', async () => {
+      const server = await plainAgUiServer();
+      servers.push(server);
+      const run = await cli(['--base', server.base, '--levels', '1', '--report', 'json']);
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+      const report = JSON.parse(run.stdout) as ConformanceReport;
+      expect(report).toMatchObject({ profile: 'protocol', ok: true, levels: [{ level: 1, status: 'pass' }] });
+      expect(report.summary).toMatch(/^PASS /);
+    }, 60_000);
+
+    it('exits 1 when a required check fails, its text report ending with the summary line', async () => {
+      const server = await plainAgUiServer(BROKEN.find(([, rule]) => rule === 'L1.non-empty-delta')![2]);
+      servers.push(server);
+      const run = await cli(['--base', server.base, '--levels', '1']);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/^ {2}FAIL L1\.non-empty-delta /m);
+      expect(run.stdout.trim().split('\n').at(-1)).toMatch(/^FAIL .*Level 1 fail/);
+    }, 60_000);
+
+    it('exits 1 in the io-bridge profile when an extension is missing, and 2 on a bad option', async () => {
+      const server = await plainAgUiServer();
+      servers.push(server);
+      const run = await cli(['--base', server.base, '--levels', '1', '--profile', 'io-bridge']);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/^ {2}FAIL X1\.event-ids /m);
+      const bad = await cli(['--base', server.base, '--profile', 'strict']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/--profile 'strict'/);
+    }, 60_000);
   });
 });
