@@ -435,12 +435,8 @@ const DERIVED = {
     e.OTEL_SDK_DISABLED
       ? undefined
       : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
-<<<<<<< HEAD
   'tracing.serviceVersion': (): string => buildInfo().version,
-=======
-  'tracing.serviceVersion': (): string => SERVICE_VERSION,
   'playground.enabled': (e: Env): boolean => e.PLAYGROUND_ENABLED ?? e.NODE_ENV !== 'production',
->>>>>>> main
   /** Environment overrides `AGENT_<ID>_MODEL` / `AGENT_<ID>_INSTRUCTIONS`, by agent id. */
   agentEnv: (_e: Env, raw: Record<string, string>): Record<string, string | undefined> =>
     Object.fromEntries(Object.entries(raw).filter(([key]) => AGENT_VARIABLES.pattern.test(key))),
