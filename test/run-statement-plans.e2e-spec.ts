@@ -16,7 +16,7 @@ const BY_KEY: Record<string, string[]> = {
 /** Statements that are not a run's: the reaper looks for lapsed leases across all runs (the lease index's job). */
 const NOT_PER_RUN = [/lease_expires_at < now\(\)/, /finished_at < now\(\)/];
 
-type Statement = { text: string; values: unknown[] };
+type Statement = { text: string; values?: unknown[] };
 type PlanNode = {
   'Node Type': string;
   'Relation Name'?: string;
@@ -42,8 +42,9 @@ function scans(node: PlanNode): string[] {
 function textOf(value: unknown): string | null {
   if (value === null || value === undefined) return null;
   if (Array.isArray(value))
-    return `{${value.map((v) => (v === null ? 'NULL' : `"${String(v).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
-  return typeof value === 'object' ? JSON.stringify(value) : String(value as string | number | boolean);
+    return `{${value.map((v) => (v === null ? 'NULL' : JSON.stringify(typeof v === 'string' ? v : JSON.stringify(v)))).join(',')}}`;
+  // Text as it is; numbers, booleans and objects in their JSON form (the text form Postgres reads).
+  return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
 const GET_CITY = {
@@ -116,18 +117,8 @@ describe('per-run statements find their rows by primary key whatever the plan', 
       await c.query('ANALYZE');
     });
 
-    const original = Client.prototype.query;
     // Every statement the service sends while the runs below go on, as the pool sends it.
-    Client.prototype.query = function (this: Client, ...args: unknown[]) {
-      const [first, second] = args as [string | { text: string; values?: unknown[] }, unknown];
-      const statement =
-        typeof first === 'string'
-          ? { text: first, values: Array.isArray(second) ? second : [] }
-          : { text: first.text, values: first.values ?? [] };
-      if (/\b(runs|run_events|run_tool_calls)\b/.test(statement.text))
-        captured.set(statement.text, statement);
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof Client.prototype.query;
+    const spy = jest.spyOn(Client.prototype, 'query');
     try {
       const stored = (text: string, extra: Record<string, unknown> = {}) => {
         const threadId = uid('thread');
@@ -158,8 +149,16 @@ describe('per-run statements find their rows by primary key whatever the plan', 
         return res.status === 202 ? true : undefined;
       });
       await run.done;
+      for (const [first, second] of spy.mock.calls as unknown as Array<[string | Statement, unknown]>) {
+        const statement =
+          typeof first === 'string'
+            ? { text: first, values: Array.isArray(second) ? second : [] }
+            : { text: first.text, values: first.values ?? [] };
+        if (/\b(runs|run_events|run_tool_calls)\b/.test(statement.text))
+          captured.set(statement.text, statement);
+      }
     } finally {
-      Client.prototype.query = original;
+      spy.mockRestore();
     }
   }, 120_000);
 
@@ -193,7 +192,7 @@ describe('per-run statements find their rows by primary key whatever the plan', 
       for (const [i, s] of perRun.entries()) {
         await c.query(`PREPARE s${i} AS ${s.text}`);
         // EXECUTE takes no bind parameters: the captured values go in as literals, each as the pool sends it.
-        const literals = s.values.map((v) => {
+        const literals = (s.values ?? []).map((v) => {
           const text = textOf(v);
           return text === null ? 'NULL' : c.escapeLiteral(text);
         });
