@@ -45,15 +45,5 @@ module.exports = {
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
     },
-    // The conformance kit against CONFORMANCE_BASE: only with `npm run conformance`, which sets it.
-    ...(process.env.CONFORMANCE_BASE
-      ? [
-          {
-            ...common,
-            displayName: 'conformance',
-            testMatch: ['<rootDir>/test/conformance/conformance.spec.ts'],
-          },
-        ]
-      : []),
   ],
 };
