@@ -17,6 +17,7 @@ import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
 import { runExample } from './runs/dto/run-agent-input.dto';
 import { startTracing, traceRequests, tracingOn } from './ops/tracing';
+import { servePlayground } from './playground/playground';
 
 const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
 
@@ -205,6 +206,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     // Each load of /docs (and /docs-json) offers a run example with unused ids: "Try it out" just works.
     patchDocumentOnRequest: (_req, _res, doc) => withFreshRunExample(doc, `${config.prefix}/run`),
   });
+  if (config.playground.enabled) await servePlayground(app, config.prefix);
   return app;
 }
 

@@ -76,6 +76,7 @@ const DEFAULTS: AppConfig = {
     trustedProxies: [],
   },
   tracing: { url: undefined, serviceName: 'io-bridge', serviceVersion: '0.1.0' },
+  playground: { enabled: true },
 };
 
 describe('loadConfig', () => {
@@ -223,7 +224,18 @@ describe('loadConfig', () => {
           serviceName: 'io-bridge-prod',
           serviceVersion: '0.1.0',
         },
+        playground: { enabled: false },
       });
+    });
+
+    it('serves the playground unless NODE_ENV=production, and PLAYGROUND_ENABLED decides either way', () => {
+      expect(loadConfig({}).playground.enabled).toBe(true);
+      expect(loadConfig({ NODE_ENV: 'production' }).playground.enabled).toBe(false);
+      expect(loadConfig({ NODE_ENV: 'production', PLAYGROUND_ENABLED: 'true' }).playground.enabled).toBe(
+        true,
+      );
+      expect(loadConfig({ PLAYGROUND_ENABLED: 'false' }).playground.enabled).toBe(false);
+      expect(namedVariables(configError({ PLAYGROUND_ENABLED: 'maybe' }))).toEqual(['PLAYGROUND_ENABLED']);
     });
 
     it('AUTH_MODE=jwt needs only OIDC_ISSUER and OIDC_AUDIENCE (the JWKS comes from discovery)', () => {

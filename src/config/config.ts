@@ -389,6 +389,11 @@ export const VARIABLES = {
     unset: 'required',
     readme: 'header',
   },
+  PLAYGROUND_ENABLED: {
+    schema: bool.optional(),
+    doc: 'serve the chat page at `/playground` (it calls the API like any client)',
+    unset: 'on, off with `NODE_ENV=production`',
+  },
   // OpenTelemetry's standard variables: traces go to `<endpoint>/v1/traces`, or to the traces endpoint as given.
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     schema: z.url().optional(),
@@ -430,6 +435,7 @@ const DERIVED = {
       ? undefined
       : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
   'tracing.serviceVersion': (): string => SERVICE_VERSION,
+  'playground.enabled': (e: Env): boolean => e.PLAYGROUND_ENABLED ?? e.NODE_ENV !== 'production',
   /** Environment overrides `AGENT_<ID>_MODEL` / `AGENT_<ID>_INSTRUCTIONS`, by agent id. */
   agentEnv: (_e: Env, raw: Record<string, string>): Record<string, string | undefined> =>
     Object.fromEntries(Object.entries(raw).filter(([key]) => AGENT_VARIABLES.pattern.test(key))),

@@ -138,7 +138,10 @@ describe('the conformance kit', () => {
     for (const check of ALL_CHECKS) {
       expect({ id: check.id, row: rows.has(check.id) }).toEqual({ id: check.id, row: true });
       expect(rows.get(check.id)!.level).toBe(String(check.level));
-      if (check.source.kind === 'protocol') expect(rows.get(check.id)!.rest).toContain(check.source.clause);
+      if (check.source.kind === 'protocol')
+        expect(rows.get(check.id)!.rest).toContain(
+          check.source.clause.replace(/\|/g, '\\|'), // a table cell escapes |
+        );
     }
     expect([...rows.keys()].sort()).toEqual(ALL_CHECKS.map((c) => c.id).sort());
   });

@@ -19,7 +19,7 @@ import { kitId } from './http';
 import type { Event, RunStream } from './http';
 import { FRONTEND_TOOL } from './options';
 
-/** The seed's words each protocol check quotes. */
+/** The protocol's words each protocol check quotes: a table row as `cell | cell`, bullets joined by `; `. */
 const SEED = {
   response: 'response: text/event-stream',
   lifecycle: 'lifecycle: one request, one SSE stream, one terminal event',
@@ -29,11 +29,15 @@ const SEED = {
   tool: 'Every open tool call must close before the stream ends.',
   delta: 'TEXT_MESSAGE_CONTENT.delta must be non-empty.',
   args: 'Concatenated TOOL_CALL_ARGS.delta values must form valid JSON.',
-  ids: 'threadId: Correlation identifier and, on persistent backends, the thread key; runId: Unique run identifier',
+  ids:
+    'threadId | Yes | Correlation identifier and, on persistent backends, the thread key; ' +
+    'runId | Yes | Unique run identifier',
   events:
-    'The current bridge contract uses this AG-UI event subset: RUN_STARTED, RUN_FINISHED, RUN_ERROR, ' +
-    'TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT, TEXT_MESSAGE_END, TOOL_CALL_START, TOOL_CALL_ARGS, ' +
-    'TOOL_CALL_END, TOOL_CALL_RESULT, STEP_STARTED, STEP_FINISHED',
+    'The current bridge contract uses this AG-UI event subset: … ' +
+    'Run lifecycle | RUN_STARTED, RUN_FINISHED, RUN_ERROR; ' +
+    'Text streaming | TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT, TEXT_MESSAGE_END; ' +
+    'Tool lifecycle | TOOL_CALL_START, TOOL_CALL_ARGS, TOOL_CALL_END, TOOL_CALL_RESULT; ' +
+    'Step markers | STEP_STARTED, STEP_FINISHED',
   unknownKeys: 'Unknown keys should be tolerated and, when safe, passed through rather than rejected.',
   roles:
     'activity messages are frontend-only markers and must not be forwarded to the model; reasoning messages ' +
@@ -49,8 +53,8 @@ const SEED = {
   mixed:
     'The protocol allows both models in the same turn. Frontend clients must execute only the locally owned ' +
     'tools they recognize and leave all visible TOOL_CALL_RESULT events to the backend stream.',
-  replay: 'For replayable tool history, backends must preserve: assistant toolCalls, tool-message toolCallId',
-  agentId: 'agentId: Select the backend agent',
+  replay: 'For replayable tool history, backends must preserve: assistant toolCalls; tool-message toolCallId',
+  agentId: 'agentId | Select the backend agent',
 };
 
 const SUBSET = new Set([
@@ -277,7 +281,7 @@ const LEVEL_1: Check[] = [
     title: 'a text prompt is answered with an assistant text message (TEXT_MESSAGE_START/CONTENT/END)',
     source: {
       kind: 'protocol',
-      clause: 'Text streaming: TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT, TEXT_MESSAGE_END',
+      clause: 'Text streaming | TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT, TEXT_MESSAGE_END',
     },
     run: async (ctx) => {
       const { events } = await plainRun(ctx);
@@ -618,7 +622,7 @@ const LEVEL_3: Check[] = [
     id: 'L3.create-thread',
     level: 3,
     title: 'POST /threads creates a thread and answers it with its id',
-    source: { kind: 'protocol', clause: 'POST /threads: Create a thread' },
+    source: { kind: 'protocol', clause: 'POST | /threads | Create a thread' },
     run: async (ctx) => {
       const thread = await createdThread(ctx);
       return `thread ${thread.id}: ${brief(thread, 160)}`;
@@ -628,7 +632,7 @@ const LEVEL_3: Check[] = [
     id: 'L3.list-threads',
     level: 3,
     title: 'GET /threads lists the thread',
-    source: { kind: 'protocol', clause: 'GET /threads: List threads' },
+    source: { kind: 'protocol', clause: 'GET | /threads | List threads' },
     run: async (ctx) => {
       const thread = await createdThread(ctx);
       const read = await ctx.client.json('/threads');
@@ -646,7 +650,7 @@ const LEVEL_3: Check[] = [
     id: 'L3.read-thread',
     level: 3,
     title: 'GET /threads/:threadId reads the thread',
-    source: { kind: 'protocol', clause: 'GET /threads/:threadId: Read one thread' },
+    source: { kind: 'protocol', clause: 'GET | /threads/:threadId | Read one thread' },
     run: async (ctx) => {
       const thread = await createdThread(ctx);
       const read = await ctx.client.json(threadPath(thread.id));
@@ -658,7 +662,7 @@ const LEVEL_3: Check[] = [
     id: 'L3.update-thread',
     level: 3,
     title: "PATCH /threads/:threadId changes the thread's title",
-    source: { kind: 'protocol', clause: 'PATCH /threads/:threadId: Update a thread' },
+    source: { kind: 'protocol', clause: 'PATCH | /threads/:threadId | Update a thread' },
     run: async (ctx) => {
       const thread = await createdThread(ctx);
       const patched = await ctx.client.json(threadPath(thread.id), {
@@ -678,7 +682,7 @@ const LEVEL_3: Check[] = [
     id: 'L3.delete-thread',
     level: 3,
     title: 'DELETE /threads/:threadId deletes it: reading it afterwards answers 404',
-    source: { kind: 'protocol', clause: 'DELETE /threads/:threadId: Delete a thread' },
+    source: { kind: 'protocol', clause: 'DELETE | /threads/:threadId | Delete a thread' },
     run: async (ctx) => {
       const thread = await createdThread(ctx, 'thread to delete');
       const del = await ctx.client.request(threadPath(thread.id), { method: 'DELETE' });
@@ -692,7 +696,7 @@ const LEVEL_3: Check[] = [
     id: 'L3.thread-messages',
     level: 3,
     title: "GET /threads/:threadId/messages holds a run's user message and its answer",
-    source: { kind: 'protocol', clause: 'GET /threads/:threadId/messages: Read thread messages' },
+    source: { kind: 'protocol', clause: 'GET | /threads/:threadId/messages | Read thread messages' },
     run: async (ctx) => {
       const { thread, stream } = await conversation(ctx, 'text conversation', ctx.options.prompts.text);
       const messages = await messagesOf(ctx, thread.id);
@@ -753,14 +757,14 @@ const LEVEL_4: Check[] = [
     id: 'L4.list-agents',
     level: 4,
     title: 'GET /agents lists the agents, each with an id',
-    source: { kind: 'protocol', clause: 'GET /agents: List available agents' },
+    source: { kind: 'protocol', clause: 'GET | /agents | List available agents' },
     run: async (ctx) => `agents ${(await agents(ctx)).list.map((a) => a.id).join(', ')}`,
   },
   {
     id: 'L4.read-agent',
     level: 4,
     title: 'GET /agents/:agentId reads each listed agent',
-    source: { kind: 'protocol', clause: 'GET /agents/:agentId: Read one agent' },
+    source: { kind: 'protocol', clause: 'GET | /agents/:agentId | Read one agent' },
     run: async (ctx) => {
       const { list } = await agents(ctx);
       for (const agent of list) {
