@@ -1,3 +1,4 @@
+import { FairShares } from '../common/fair-shares';
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
 import { RepositoriesModule } from '../database/repositories.module';
@@ -26,6 +27,7 @@ import { StartsFirst } from './starts-first';
     RunLeases,
     RunStreams,
     StartsFirst,
+    FairShares,
   ],
 })
 export class RunsModule {}
