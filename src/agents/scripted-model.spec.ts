@@ -422,3 +422,33 @@ describe('ScriptedModel', () => {
     await expect(new ScriptedModel().doGenerate()).rejects.toThrow('The scripted model only streams');
   });
 });
+
+describe('content parts (AG-UI 1.0 images and documents)', () => {
+  const withFiles: Message = {
+    role: 'user',
+    content: [
+      { type: 'text', text: 'look' },
+      { type: 'file', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+      { type: 'file', mediaType: 'application/pdf', data: new URL('https://example.com/a.pdf'), filename: 'a.pdf' },
+    ],
+  };
+
+  it('says which files it received with the text', () => {
+    expectTextAnswer(
+      plan(withFiles).parts,
+      'You said: look [with file image/png 8 bytes; file application/pdf https://example.com/a.pdf a.pdf]',
+    );
+  });
+
+  it('describes them in /history', () => {
+    const history: Message = { role: 'user', content: [{ type: 'text', text: '/history' }] };
+    expect(textOf(plan(withFiles, history).parts)).toBe(
+      'user: look [file image/png 8 bytes] [file application/pdf https://example.com/a.pdf a.pdf]\nuser: /history',
+    );
+  });
+
+  it('takes URLs as they are (no download before the call)', () => {
+    const urls = new ScriptedModel().supportedUrls['*/*'];
+    expect(urls.some((re) => re.test('https://example.com/x.png'))).toBe(true);
+  });
+});

@@ -2,6 +2,7 @@ import { TITLE_PROMPT } from './prompts';
 import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
+  LanguageModelV3FilePart,
   LanguageModelV3FinishReason,
   LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
@@ -52,17 +53,36 @@ function textParts(id: string, deltas: string[]): Part[] {
   ];
 }
 
-function lastUserText(prompt: LanguageModelV3Prompt): string {
+function lastUser(prompt: LanguageModelV3Prompt): Extract<LanguageModelV3Prompt[number], { role: 'user' }> | undefined {
   for (let i = prompt.length - 1; i >= 0; i--) {
     const m = prompt[i];
-    if (m.role === 'user') {
-      return m.content
-        .filter((p) => p.type === 'text')
-        .map((p) => p.text)
-        .join('\n');
-    }
+    if (m.role === 'user') return m;
   }
-  return '';
+  return undefined;
+}
+
+function lastUserText(prompt: LanguageModelV3Prompt): string {
+  return (lastUser(prompt)?.content ?? [])
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text)
+    .join('\n');
+}
+
+/** A file part as the model received it: `file <media type> <url | n bytes>[ name]`. */
+function describeFile(part: LanguageModelV3FilePart): string {
+  const { data } = part;
+  const source =
+    data instanceof URL
+      ? data.href
+      : typeof data === 'string'
+        ? `${Buffer.byteLength(data, 'base64')} bytes`
+        : `${data.byteLength} bytes`;
+  return `file ${part.mediaType} ${source}${part.filename ? ` ${part.filename}` : ''}`;
+}
+
+/** The last user message's files (images and documents), described, for the answer to say what it received. */
+function lastUserFiles(prompt: LanguageModelV3Prompt): string[] {
+  return (lastUser(prompt)?.content ?? []).flatMap((p) => (p.type === 'file' ? [describeFile(p)] : []));
 }
 
 /** The tool results the prompt ends with: the model's previous step called tools and they answered. */
@@ -94,6 +114,7 @@ export function describePrompt(prompt: LanguageModelV3Prompt): string {
         if (p.type === 'tool-result') {
           return `[tool-result ${p.toolName}=${JSON.stringify((p.output as { value?: unknown }).value ?? null)}]`;
         }
+        if (p.type === 'file') return `[${describeFile(p)}]`;
         return `[${p.type}]`;
       });
       return `${m.role}: ${parts.join(' ')}`;
@@ -224,8 +245,11 @@ function unlimitedScript(prompt: LanguageModelV3Prompt, callSettings: CallSettin
       const n = Math.max(1, Math.min(Math.floor(Number(rest[0])) || 1, MAX_DELTAS + 1));
       return { parts: [...textParts('t', new Array<string>(n).fill('x ')), finish('stop')], delayMs: 0 };
     }
-    default:
-      return { parts: [...textParts('t', wordDeltas(`You said: ${text}`)), finish('stop')], delayMs: 'tick' };
+    default: {
+      const files = lastUserFiles(prompt);
+      const said = files.length ? `You said: ${text} [with ${files.join('; ')}]` : `You said: ${text}`;
+      return { parts: [...textParts('t', wordDeltas(said)), finish('stop')], delayMs: 'tick' };
+    }
   }
 }
 
@@ -272,7 +296,8 @@ export class ScriptedModel implements LanguageModelV3 {
   readonly specificationVersion = 'v3';
   readonly provider = 'io-bridge';
   readonly modelId = 'scripted';
-  readonly supportedUrls = {};
+  /** Every URL as it is: the engine would otherwise download a file part's URL before calling the model. */
+  readonly supportedUrls = { '*/*': [/^https?:\/\//] };
 
   doGenerate(): Promise<never> {
     return Promise.reject(new Error('The scripted model only streams'));
