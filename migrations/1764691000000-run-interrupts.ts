@@ -29,7 +29,9 @@ export class RunInterrupts1764691000000 implements MigrationInterface {
       )`,
     );
     await q.query(`CREATE INDEX run_interrupts_run ON run_interrupts (run_id)`);
-    await q.query(`CREATE INDEX run_interrupts_answered_in ON run_interrupts (answered_in) WHERE answered_in IS NOT NULL`);
+    await q.query(
+      `CREATE INDEX run_interrupts_answered_in ON run_interrupts (answered_in) WHERE answered_in IS NOT NULL`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

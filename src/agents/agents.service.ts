@@ -77,7 +77,9 @@ export class AgentsService {
         instructions: override?.instructions ?? definition.instructions,
         model: abortableModel(resolveModel(modelId, config.model)),
         tools: Object.fromEntries(
-          (definition.tools ?? []).filter((t) => !requiresApproval(t)).map((tool) => [tool.id, reportingTool(tool)]),
+          (definition.tools ?? [])
+            .filter((t) => !requiresApproval(t))
+            .map((tool) => [tool.id, reportingTool(tool)]),
         ),
       });
       // Mastra's own console logger would print provider errors with stacks beside our JSON logs;

@@ -1,6 +1,7 @@
 import type { LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import fc from 'fast-check';
 import { MAX_DELTAS, PARTS_PER_TURN, planScript, ScriptedModel, wordDeltas } from './scripted-model';
+import { modelToolName } from '../protocol/tool-names';
 
 type Part = LanguageModelV3StreamPart;
 type Message = LanguageModelV3Prompt[number];
@@ -429,7 +430,12 @@ describe('content parts (AG-UI 1.0 images and documents)', () => {
     content: [
       { type: 'text', text: 'look' },
       { type: 'file', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
-      { type: 'file', mediaType: 'application/pdf', data: new URL('https://example.com/a.pdf'), filename: 'a.pdf' },
+      {
+        type: 'file',
+        mediaType: 'application/pdf',
+        data: new URL('https://example.com/a.pdf'),
+        filename: 'a.pdf',
+      },
     ],
   };
 
@@ -450,5 +456,20 @@ describe('content parts (AG-UI 1.0 images and documents)', () => {
   it('takes URLs as they are (no download before the call)', () => {
     const urls = new ScriptedModel().supportedUrls['*/*'];
     expect(urls.some((re) => re.test('https://example.com/x.png'))).toBe(true);
+  });
+});
+
+describe('tool names the model knows by an alias', () => {
+  it('calls the alias of a name it was not offered as it is', () => {
+    const alias = modelToolName('portal.get_positions');
+    const call = (offered?: Set<string>) =>
+      planScript([user('/tool portal.get_positions {}')], {}, offered).parts.find(
+        (p) => p.type === 'tool-call',
+      );
+    expect(call(new Set(['files_read', alias]))).toMatchObject({ toolName: alias });
+    expect(call(new Set(['portal.get_positions', alias]))).toMatchObject({
+      toolName: 'portal.get_positions',
+    });
+    expect(call()).toMatchObject({ toolName: 'portal.get_positions' });
   });
 });

@@ -1,4 +1,5 @@
 import { TITLE_PROMPT } from './prompts';
+import { modelToolName } from '../protocol/tool-names';
 import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
@@ -53,7 +54,9 @@ function textParts(id: string, deltas: string[]): Part[] {
   ];
 }
 
-function lastUser(prompt: LanguageModelV3Prompt): Extract<LanguageModelV3Prompt[number], { role: 'user' }> | undefined {
+function lastUser(
+  prompt: LanguageModelV3Prompt,
+): Extract<LanguageModelV3Prompt[number], { role: 'user' }> | undefined {
   for (let i = prompt.length - 1; i >= 0; i--) {
     const m = prompt[i];
     if (m.role === 'user') return m;
@@ -149,14 +152,27 @@ function limited(script: Script, limit: number): Script {
   return script;
 }
 
-export function planScript(prompt: LanguageModelV3Prompt, callSettings: CallSettings = {}): Script {
+/**
+ * `toolNames`: the tools the call offers. A `/tool` line naming a tool by a name the model was given
+ * an alias for (`portal.get_positions`, offered as `portal_get_positions_…`) calls the alias, as a
+ * real model that only sees the alias would.
+ */
+export function planScript(
+  prompt: LanguageModelV3Prompt,
+  callSettings: CallSettings = {},
+  toolNames?: ReadonlySet<string>,
+): Script {
   const { maxOutputTokens } = callSettings;
   const limit =
     maxOutputTokens !== undefined && maxOutputTokens > 0 ? Math.min(maxOutputTokens, MAX_DELTAS) : MAX_DELTAS;
-  return limited(unlimitedScript(prompt, callSettings), limit);
+  return limited(unlimitedScript(prompt, callSettings, toolNames), limit);
 }
 
-function unlimitedScript(prompt: LanguageModelV3Prompt, callSettings: CallSettings): Script {
+function unlimitedScript(
+  prompt: LanguageModelV3Prompt,
+  callSettings: CallSettings,
+  toolNames?: ReadonlySet<string>,
+): Script {
   const results = trailingToolResults(prompt);
   if (results.length) {
     const text = results
@@ -173,7 +189,9 @@ function unlimitedScript(prompt: LanguageModelV3Prompt, callSettings: CallSettin
   if (toolLines.length) {
     const parts: Part[] = [];
     for (const line of toolLines) {
-      const [, name = '', args = '{}'] = /^\/tool\s+(\S+)\s*(.*)$/s.exec(line.trim()) ?? [];
+      const [, named = '', args = '{}'] = /^\/tool\s+(\S+)\s*(.*)$/s.exec(line.trim()) ?? [];
+      const alias = modelToolName(named);
+      const name = toolNames && !toolNames.has(named) && toolNames.has(alias) ? alias : named;
       const id = `call_${Date.now().toString(36)}_${(toolCallCounter++).toString(36)}`;
       const input = args.trim() || '{}';
       const half = Math.ceil(input.length / 2);
@@ -305,7 +323,8 @@ export class ScriptedModel implements LanguageModelV3 {
 
   doStream(options: LanguageModelV3CallOptions) {
     const { maxOutputTokens, temperature, topP, topK } = options;
-    const script = planScript(options.prompt, { maxOutputTokens, temperature, topP, topK });
+    const tools = new Set((options.tools ?? []).map((t) => t.name));
+    const script = planScript(options.prompt, { maxOutputTokens, temperature, topP, topK }, tools);
     return Promise.resolve({ stream: toStream(script, options.abortSignal) });
   }
 }

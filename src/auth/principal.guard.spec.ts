@@ -88,7 +88,9 @@ describe('PrincipalGuard', () => {
     });
 
     it("takes a body's resourceId (POST /threads as Mastra's client sends it) before the query", async () => {
-      expect(await run({ method: 'POST', body: { resourceId: 'owner-x' }, query: { resourceId: 'q' } })).toEqual({
+      expect(
+        await run({ method: 'POST', body: { resourceId: 'owner-x' }, query: { resourceId: 'q' } }),
+      ).toEqual({
         resourceId: 'owner-x',
         admin: false,
       });

@@ -34,6 +34,8 @@ const DEFAULTS: AppConfig = {
   heartbeatMs: 15_000,
   limits: { maxBodyBytes: 4 * 1024 * 1024, maxMessages: 1000, maxTools: 128, maxContext: 128, maxSteps: 10 },
   frontendToolTimeoutMs: 300_000,
+  clientProtocol: 'io-intelligence',
+  approvalTtlMs: 86_400_000,
   runLeaseMs: 20_000,
   lastMessages: 40,
   runEvents: { retentionMs: 900_000, flushMs: 250, maxQueuedBytes: 1024 * 1024 },

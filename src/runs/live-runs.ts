@@ -2,19 +2,47 @@ import { Injectable } from '@nestjs/common';
 import { RunErrorCode } from './agui-events';
 
 /** A run streaming on this instance, as shutdown sees it. */
-export type LiveRun = { stop(code: RunErrorCode, message: string): void };
+export type LiveRun = { readonly threadId: string; stop(code: RunErrorCode, message: string): void };
 
 /** The runs streaming on this instance, from their first event to the recording of their end. */
 @Injectable()
 export class LiveRuns {
   private readonly runs = new Set<LiveRun>();
+  /** Who waits for a thread's run here to be recorded ended (a next run claiming the thread). */
+  private readonly waiting = new Map<string, Set<() => void>>();
 
   add(run: LiveRun): void {
     this.runs.add(run);
   }
 
   delete(run: LiveRun): void {
-    this.runs.delete(run);
+    if (!this.runs.delete(run)) return;
+    const waiters = this.waiting.get(run.threadId);
+    if (!waiters) return;
+    this.waiting.delete(run.threadId);
+    waiters.forEach((wake) => wake());
+  }
+
+  /**
+   * Whether a run of `threadId` held here ended within `timeoutMs` (false at once when none is held
+   * here). Stop-then-send: the next request of a client that just aborted can arrive before its old
+   * run heard the disconnect; that run ends within milliseconds of hearing it.
+   */
+  async ended(threadId: string, timeoutMs: number): Promise<boolean> {
+    if (![...this.runs].some((run) => run.threadId === threadId)) return false;
+    return new Promise<boolean>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.waiting.get(threadId)?.delete(wake);
+        resolve(false);
+      }, timeoutMs);
+      let waiters = this.waiting.get(threadId);
+      if (!waiters) this.waiting.set(threadId, (waiters = new Set()));
+      waiters.add(wake);
+    });
   }
 
   get count(): number {
