@@ -326,7 +326,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         };
       } else {
         try {
-          result = await tool.execute(answer.args as never, { abortSignal: this.signal } as never);
+          result = await tool.execute(answer.args, { abortSignal: this.signal });
         } catch (err) {
           result = { error: safeErrorMessage(err, 'Tool failed') };
         }
