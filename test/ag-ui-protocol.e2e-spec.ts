@@ -418,6 +418,7 @@ describe('AG-UI 1.0 clients and io.Assist on one service (built, black-box)', ()
       assertStreamRules(frames, input);
       const starts = frames.filter((f) => f.event.type === 'TOOL_CALL_START').map((f) => f.event);
       expect(starts.map((s) => s.toolCallName)).toEqual(['portal.get_positions', 'files/read']);
+      expect(JSON.stringify(frames)).not.toMatch(/portal_get_positions_|files_read_/);
       const results = starts.map((s) => ({
         id: uid('tool'),
         role: 'tool',
@@ -436,7 +437,6 @@ describe('AG-UI 1.0 clients and io.Assist on one service (built, black-box)', ()
       expect(shownText(second.frames)).toMatch(
         /^Tool portal_get_positions_[0-9a-f]{6} returned "r-portal.get_positions"\nTool files_read_[0-9a-f]{6} returned "r-files\/read"$/,
       );
-      expect(JSON.stringify(second.frames)).not.toMatch(/portal_get_positions_|files_read_/);
       const stored = await messages(b, input.threadId);
       expect(stored[1].toolCalls.map((c: any) => c.function.name)).toEqual([
         'portal.get_positions',

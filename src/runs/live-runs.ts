@@ -2,7 +2,15 @@ import { Injectable } from '@nestjs/common';
 import { RunErrorCode } from './agui-events';
 
 /** A run streaming on this instance, as shutdown sees it. */
-export type LiveRun = { readonly threadId: string; stop(code: RunErrorCode, message: string): void };
+export type LiveRun = {
+  readonly threadId: string;
+  /** Told to stop (its client left, cancel, shutdown), its end not recorded yet. */
+  readonly stopping: boolean;
+  stop(code: RunErrorCode, message: string): void;
+};
+
+/** How long a run of a busy thread has to be heard stopping: a client's disconnect arrives within it. */
+const NOTICE_MS = 100;
 
 /** The runs streaming on this instance, from their first event to the recording of their end. */
 @Injectable()
@@ -24,12 +32,19 @@ export class LiveRuns {
   }
 
   /**
-   * Whether a run of `threadId` held here ended within `timeoutMs` (false at once when none is held
-   * here). Stop-then-send: the next request of a client that just aborted can arrive before its old
-   * run heard the disconnect; that run ends within milliseconds of hearing it.
+   * Whether the run of `threadId` held here stopped and ended within `timeoutMs` (false when none is
+   * held here, or it is not stopping: the thread is busy). Stop-then-send: the next request of a
+   * client that just aborted can arrive before its old run heard the disconnect (allowed NOTICE_MS);
+   * that run ends within milliseconds of hearing it.
    */
   async ended(threadId: string, timeoutMs: number): Promise<boolean> {
-    if (![...this.runs].some((run) => run.threadId === threadId)) return false;
+    const run = [...this.runs].find((r) => r.threadId === threadId);
+    if (!run) return false;
+    for (let waited = 0; !run.stopping && waited < NOTICE_MS; waited += 10) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    if (!this.runs.has(run)) return true;
+    if (!run.stopping) return false;
     return new Promise<boolean>((resolve) => {
       const wake = () => {
         clearTimeout(timer);

@@ -123,6 +123,11 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     return this.startedAt !== 0;
   }
 
+  /** Whether it was told to stop (its end may not be recorded yet). */
+  get stopping(): boolean {
+    return this.abort.signal.aborted;
+  }
+
   /** Whether its terminal event went out. */
   get ended(): boolean {
     return this.terminalShown;
