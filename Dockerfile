@@ -19,6 +19,8 @@ ENV SCARF_ANALYTICS=false \
 WORKDIR /app
 RUN --mount=type=cache,target=/root/.npm npm install -g "npm@${NPM_VERSION}"
 COPY package.json package-lock.json ./
+# The workspace packages' manifests: npm ci links them.
+COPY packages/client/package.json ./packages/client/
 # Full install, scripts included: some dependencies need their install scripts, so the production
 # tree is made by pruning this one (never `npm ci --omit=dev --ignore-scripts`).
 RUN --mount=type=cache,target=/root/.npm npm ci
@@ -27,6 +29,8 @@ FROM deps AS build
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 COPY migrations ./migrations
+COPY packages/client/src ./packages/client/src
+COPY playground ./playground
 RUN npm run build
 
 FROM deps AS prod-deps

@@ -10,12 +10,14 @@ import { AppModule } from './app.module';
 import { Metrics } from './ops/metrics.service';
 import { quietStartup } from './ops/logging';
 import { DomainErrorFilter } from './common/error.filter';
-import { DomainError, ErrorDetail } from './common/errors';
+import { DomainError, ErrorDetail, envelope } from './common/errors';
+import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from './common/body-limits';
 import { SafeInputPipe } from './common/safe-input';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
 import { runExample } from './runs/dto/run-agent-input.dto';
 import { startTracing, traceRequests, tracingOn } from './ops/tracing';
+import { servePlayground } from './playground/playground';
 
 const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
 
@@ -98,6 +100,23 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     void reply.header('x-request-id', request.id);
     done();
   });
+  // A body's size is checked as soon as it is parsed, before guards and validation walk it: a refusal
+  // costs what the limits allow, never what the client sent.
+  const runRoute = `${config.prefix}/run`;
+  adapter.getInstance().addHook('preValidation', (request, reply, done) => {
+    if (request.body === undefined) return done();
+    const isRun = request.method === 'POST' && request.routeOptions.url === runRoute;
+    const error =
+      (isRun ? runBodyLimitError(request.body, config.limits) : undefined) ??
+      bodyLimitError(request.body, {
+        maxDepth: config.limits.maxJsonDepth,
+        maxValues: config.limits.maxJsonValues,
+        maxStringLength: config.limits.maxStringLength,
+      }) ??
+      (isRun ? forwardedPropsLimitError(request.body, config.limits) : undefined);
+    if (!error) return done();
+    void reply.status(error.status).send(envelope(error));
+  });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     bufferLogs: true,
     // A failing boot throws (main.ts prints it and exits 1) instead of Nest exiting the process itself.
@@ -148,7 +167,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       done();
     });
   app.useGlobalPipes(
-    new SafeInputPipe(),
+    new SafeInputPipe(config.limits.maxJsonDepth),
     new ValidationPipe({
       // Unknown fields are dropped, never refused (AG-UI clients send extras): no forbidNonWhitelisted.
       whitelist: true,
@@ -187,6 +206,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     // Each load of /docs (and /docs-json) offers a run example with unused ids: "Try it out" just works.
     patchDocumentOnRequest: (_req, _res, doc) => withFreshRunExample(doc, `${config.prefix}/run`),
   });
+  if (config.playground.enabled) await servePlayground(app, config.prefix);
   return app;
 }
 

@@ -1,6 +1,5 @@
-import { clientFor, kitId, runBody } from './conformance/http';
 import { FRONTEND_TOOL } from './conformance/options';
-import { defineConformanceSuite, expectErrorEnvelope } from './conformance/suite';
+import { clientFor, expectErrorEnvelope, kitId, runBody } from './support/kit-client';
 import { readRun } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 import { BuiltService, startBuiltService } from './support/built-service';
@@ -34,8 +33,6 @@ describe('the built service (node dist/src/main.js), black-box over HTTP', () =>
       }
     });
   const client = () => clientFor({ base: service!.base });
-
-  defineConformanceSuite(() => ({ base: service!.base }), {}, { onFailure });
 
   describe('POST /threads without an id (the 500 that every jest-compiled test missed)', () => {
     for (const payload of ['{}', '{"title":"x"}', '{"metadata":{"a":1}}'])

@@ -113,6 +113,12 @@ describe('PrincipalGuard', () => {
       });
     });
 
+    it('takes a raw UTF-8 X-Resource-Id as a proxy forwards it (Node reads its bytes as latin1)', async () => {
+      const owner = 'josé.martín@corp.example';
+      const raw = Buffer.from(owner, 'utf8').toString('latin1');
+      expect(await run({ headers: { 'x-resource-id': raw } })).toMatchObject({ resourceId: owner });
+    });
+
     it.each([null, 'text', { memory: 'text' }, { memory: null }, { memory: {} }])(
       'names nobody with forwardedProps %j',
       async (forwardedProps) => {
@@ -138,8 +144,8 @@ describe('PrincipalGuard', () => {
       [{ headers: { 'x-resource-id': 'a\tb' } }, 'x-resource-id'],
       [{ headers: { 'x-resource-id': 'a%0Ab' } }, 'x-resource-id'],
       [{ headers: { 'x-resource-id': '100%' } }, 'x-resource-id'],
-      // Raw bytes beyond ASCII arrive as latin1: `josé` sent as UTF-8 would read as `josÃ©`.
-      [{ headers: { 'x-resource-id': 'jos\u00c3\u00a9' } }, 'x-resource-id'],
+      // Header bytes arrive as latin1: a lone 0xE9 (`é` in latin1) is not UTF-8.
+      [{ headers: { 'x-resource-id': 'jos\u00e9' } }, 'x-resource-id'],
       [{ body: { forwardedProps: { resourceId: 7 } } }, 'forwardedProps.resourceId'],
       [{ body: { forwardedProps: { resourceId: 'x'.repeat(201) } } }, 'forwardedProps.resourceId'],
       [{ body: { forwardedProps: { memory: { resource: '' } } } }, 'forwardedProps.memory.resource'],
@@ -287,6 +293,8 @@ describe('PrincipalGuard', () => {
       ['10.1.2.3', { 'x-auth-request-user': '' }],
       ['10.1.2.3', { 'x-auth-request-user': ['carol', 'dave'] }],
       ['10.1.2.3', { 'x-auth-request-user': 'has\ttab' }],
+      ['10.1.2.3', { 'x-auth-request-user': 'jos\u00e9' }],
+      ['10.1.2.3', { 'x-auth-request-user': 'broken%' }],
     ])('from %s with %j is 401 Authentication required', async (remoteAddress, headers) => {
       jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
       const { run } = setup(env);
@@ -296,6 +304,25 @@ describe('PrincipalGuard', () => {
         details: undefined,
       });
     });
+
+    it.each([
+      ['raw UTF-8', Buffer.from('josé', 'utf8').toString('latin1')],
+      ['percent-encoded UTF-8', 'jos%C3%A9'],
+    ])(
+      'reads a %s identity header, and X-Resource-Id in either form names the same owner',
+      async (_form, value) => {
+        const { run } = setup(env);
+        const socket = { remoteAddress: '10.0.0.1' };
+        expect(await run({ headers: { 'x-auth-request-user': value }, socket })).toEqual({
+          resourceId: 'josé',
+          admin: false,
+        });
+        for (const resource of ['jos%C3%A9', Buffer.from('josé', 'utf8').toString('latin1')]) {
+          const headers = { 'x-auth-request-user': value, 'x-resource-id': resource };
+          expect(await run({ headers, socket })).toEqual({ resourceId: 'josé', admin: false });
+        }
+      },
+    );
 
     it('applies the ownership rule to the proxied caller', async () => {
       const { run } = setup(env);

@@ -19,17 +19,21 @@ type IncomingRequest = RequestWithPrincipal & {
   socket?: { remoteAddress?: string };
 };
 
-/** An X-Resource-Id that is not percent-encoded UTF-8: named, and never a valid owner. */
-const UNDECODABLE = Symbol('undecodable X-Resource-Id');
+/** A header value that is neither raw UTF-8 nor percent-encoded UTF-8: named, and never a valid owner. */
+const UNDECODABLE = Symbol('undecodable identity header');
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Header values travel as latin1 bytes, so X-Resource-Id carries the owner percent-encoded (UTF-8, `%`
- * itself as `%25`), as a query string does. Raw bytes beyond ASCII are refused, not guessed at.
+ * An owner sent in a header (the identity header of `AUTH_MODE=header`, and X-Resource-Id). Node reads
+ * header bytes as latin1, so a value with bytes beyond ASCII is raw UTF-8 (what proxies forward for a
+ * `josé`), decoded as such; an ASCII value is percent-decoded (`jos%C3%A9`, a `%` itself as `%25`), as a
+ * query string is. Bytes that are not UTF-8, or a broken escape, name nobody.
  */
-export function decodeResourceHeader(value: unknown): unknown {
+export function decodeIdentityHeader(value: unknown): unknown {
   if (typeof value !== 'string') return value;
-  if (!/^[\x20-\x7E]*$/.test(value)) return UNDECODABLE;
   try {
+    if (/[^\x20-\x7E]/.test(value)) return utf8.decode(Buffer.from(value, 'latin1'));
     return decodeURIComponent(value);
   } catch {
     return UNDECODABLE;
@@ -47,7 +51,7 @@ function requestedResources(req: IncomingRequest): Array<[string, unknown]> {
     // `POST /threads {resourceId}`: Mastra's client names the owner in the body.
     ['body.resourceId', body?.resourceId],
     ['resourceId', req.query?.resourceId],
-    ['x-resource-id', decodeResourceHeader(req.headers['x-resource-id'])],
+    ['x-resource-id', decodeIdentityHeader(req.headers['x-resource-id'])],
   ];
 }
 
@@ -68,7 +72,7 @@ function refuseTwoOwnersInBody(requested: Array<[string, unknown]>): void {
 
 function checkedResourceId(path: string, value: unknown): string {
   if (typeof value !== 'string' || !RESOURCE_ID.test(value)) {
-    const encoding = path === 'x-resource-id' ? ', percent-encoded UTF-8' : '';
+    const encoding = path === 'x-resource-id' ? ', as UTF-8 or percent-encoded UTF-8' : '';
     throw new DomainError('VALIDATION_FAILED', 'Invalid resourceId', [
       { path, message: `must be ${ID_RULE}${encoding}` },
     ]);
@@ -100,7 +104,7 @@ export function scopeToCaller(
 /**
  * Resolves who is calling, once per request, by AUTH_MODE (CONTRACT section 7):
  * - `none`: `forwardedProps.resourceId` (or `.memory.resource`), a body's `resourceId`, the `resourceId` query parameter or
- *   `X-Resource-Id` (percent-encoded); else `anonymous`, whose routes naming a thread or run id find it
+ *   `X-Resource-Id` (raw or percent-encoded UTF-8); else `anonymous`, whose routes naming a thread or run id find it
  *   whoever owns it;
  * - `jwt`: the RESOURCE_ID_CLAIM of a verified bearer token;
  * - `header`: the AUTH_HEADER set by an authenticating proxy, only from TRUSTED_PROXIES.
@@ -171,7 +175,7 @@ export class PrincipalGuard implements CanActivate {
       this.log.warn(`Identity header refused: ${this.peer(req)} is not in TRUSTED_PROXIES`);
       throw new DomainError('UNAUTHENTICATED', 'Authentication required');
     }
-    const value = req.headers[header];
+    const value = decodeIdentityHeader(req.headers[header]);
     if (typeof value !== 'string' || !RESOURCE_ID.test(value)) {
       this.log.warn(
         `Identity header '${header}' from ${this.peer(req)} is missing or not a valid resourceId`,

@@ -12,6 +12,7 @@ const STATUS_CODES: Partial<Record<number, ErrorCode>> = Object.fromEntries(
 // A bare status is mapped to its general code, never to a specific one that shares it.
 STATUS_CODES[409] = 'CONFLICT';
 STATUS_CODES[503] = 'SERVICE_UNAVAILABLE';
+STATUS_CODES[429] = 'RATE_LIMITED';
 
 /**
  * Turns any error into a DomainError: ours as they are, a database down or not answering as

@@ -1,7 +1,7 @@
 import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { DomainError, ErrorDetail } from './errors';
 
-/** Deeper JSON than any AG-UI body needs; class-transformer overflows its stack near 3,000 levels. */
+/** Deeper JSON than any AG-UI body needs (MAX_JSON_DEPTH's default); class-transformer overflows its stack near 3,000 levels. */
 export const MAX_JSON_DEPTH = 64;
 
 // NUL (Postgres text and jsonb cannot hold it) and UTF-16 halves without their partner (jsonb rejects them).
@@ -44,9 +44,11 @@ export function unsafeInput(value: unknown, maxDepth = MAX_JSON_DEPTH, root = ''
 /** Runs before validation on every body, query and route parameter: a 400 instead of a 500 further in. */
 @Injectable()
 export class SafeInputPipe implements PipeTransform {
+  constructor(private readonly maxDepth = MAX_JSON_DEPTH) {}
+
   transform(value: unknown, metadata: ArgumentMetadata): unknown {
     if (metadata.type === 'custom') return value;
-    const problem = unsafeInput(value, MAX_JSON_DEPTH, metadata.type === 'body' ? '' : (metadata.data ?? ''));
+    const problem = unsafeInput(value, this.maxDepth, metadata.type === 'body' ? '' : (metadata.data ?? ''));
     if (problem) throw new DomainError('VALIDATION_FAILED', 'The request is invalid', [problem]);
     return value;
   }

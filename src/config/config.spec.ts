@@ -32,13 +32,25 @@ const DEFAULTS: AppConfig = {
   model: { id: 'scripted', openaiBaseUrl: undefined, openaiApiKey: undefined },
   defaultAgentId: 'assistant',
   heartbeatMs: 15_000,
-  limits: { maxBodyBytes: 4 * 1024 * 1024, maxMessages: 1000, maxTools: 128, maxContext: 128, maxSteps: 10 },
+  limits: {
+    maxBodyBytes: 4 * 1024 * 1024,
+    maxMessages: 1000,
+    maxTools: 128,
+    maxContext: 128,
+    maxContentParts: 64,
+    maxForwardedPropsKeys: 1000,
+    maxJsonValues: 20_000,
+    maxJsonDepth: 64,
+    maxStringLength: 1_000_000,
+    maxSteps: 10,
+  },
+  fairShare: { activeRunsPerOwner: 20, readersPerOwner: 20, readersPerRun: 10 },
   frontendToolTimeoutMs: 300_000,
   clientProtocol: 'io-intelligence',
   approvalTtlMs: 86_400_000,
   runLeaseMs: 20_000,
   lastMessages: 40,
-  runEvents: { retentionMs: 900_000, flushMs: 250, maxQueuedBytes: 1024 * 1024 },
+  runEvents: { retentionMs: 900_000, flushMs: 250, maxQueuedBytes: 1024 * 1024, writeTimeoutMs: 30_000 },
   disconnectGrace: { defaultMs: 0, maxMs: 600_000 },
   storeAllRuns: false,
   ceilings: {
@@ -66,6 +78,7 @@ const DEFAULTS: AppConfig = {
     trustedProxies: [],
   },
   tracing: { url: undefined, serviceName: 'io-bridge', serviceVersion: '0.1.0' },
+  playground: { enabled: true },
 };
 
 describe('loadConfig', () => {
@@ -166,13 +179,26 @@ describe('loadConfig', () => {
         model: { id: 'openai/gpt-4o-mini', openaiBaseUrl: undefined, openaiApiKey: 'sk-test' },
         defaultAgentId: 'helper_2',
         heartbeatMs: 5000,
-        limits: { maxBodyBytes: 2048, maxMessages: 50, maxTools: 0, maxContext: 5, maxSteps: 3 },
+        limits: {
+          ...DEFAULTS.limits,
+          maxBodyBytes: 2048,
+          maxMessages: 50,
+          maxTools: 0,
+          maxContext: 5,
+          maxSteps: 3,
+        },
+        fairShare: DEFAULTS.fairShare,
         frontendToolTimeoutMs: 1000,
         clientProtocol: 'ag-ui',
         approvalTtlMs: 60_000,
         runLeaseMs: 300,
         lastMessages: 7,
-        runEvents: { retentionMs: 900_000, flushMs: 250, maxQueuedBytes: 1024 * 1024 },
+        runEvents: {
+          retentionMs: 900_000,
+          flushMs: 250,
+          maxQueuedBytes: 1024 * 1024,
+          writeTimeoutMs: 30_000,
+        },
         disconnectGrace: { defaultMs: 0, maxMs: 600_000 },
         storeAllRuns: true,
         ceilings: {
@@ -204,7 +230,18 @@ describe('loadConfig', () => {
           serviceName: 'io-bridge-prod',
           serviceVersion: '0.1.0',
         },
+        playground: { enabled: false },
       });
+    });
+
+    it('serves the playground unless NODE_ENV=production, and PLAYGROUND_ENABLED decides either way', () => {
+      expect(loadConfig({}).playground.enabled).toBe(true);
+      expect(loadConfig({ NODE_ENV: 'production' }).playground.enabled).toBe(false);
+      expect(loadConfig({ NODE_ENV: 'production', PLAYGROUND_ENABLED: 'true' }).playground.enabled).toBe(
+        true,
+      );
+      expect(loadConfig({ PLAYGROUND_ENABLED: 'false' }).playground.enabled).toBe(false);
+      expect(namedVariables(configError({ PLAYGROUND_ENABLED: 'maybe' }))).toEqual(['PLAYGROUND_ENABLED']);
     });
 
     it('AUTH_MODE=jwt needs only OIDC_ISSUER and OIDC_AUDIENCE (the JWKS comes from discovery)', () => {

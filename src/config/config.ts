@@ -170,7 +170,7 @@ export const VARIABLES = {
   MAX_BODY_BYTES: {
     schema: int(1024, 64 * 1024 * 1024).default(4 * 1024 * 1024),
     at: 'limits.maxBodyBytes',
-    doc: 'the largest request body; JSON bodies nest at most 64 levels',
+    doc: 'the largest request body',
   },
   MAX_MESSAGES: {
     schema: int(1, 100_000).default(1000),
@@ -182,6 +182,31 @@ export const VARIABLES = {
     schema: int(0, 10_000).default(128),
     at: 'limits.maxContext',
     doc: '`context` entries per run request',
+  },
+  MAX_CONTENT_PARTS: {
+    schema: int(1, 10_000).default(64),
+    at: 'limits.maxContentParts',
+    doc: 'content parts per message of a run request',
+  },
+  MAX_FORWARDED_PROPS_KEYS: {
+    schema: int(1, 100_000).default(1000),
+    at: 'limits.maxForwardedPropsKeys',
+    doc: 'keys in `forwardedProps` of a run request, at any depth (413 `PAYLOAD_TOO_LARGE`)',
+  },
+  MAX_JSON_VALUES: {
+    schema: int(100, 10_000_000).default(20_000),
+    at: 'limits.maxJsonValues',
+    doc: "JSON values (objects, arrays, strings, numbers…) in one request body, counted before it is validated (413 `PAYLOAD_TOO_LARGE`): it bounds a request's validation work",
+  },
+  MAX_JSON_DEPTH: {
+    schema: int(2, 1000).default(64),
+    at: 'limits.maxJsonDepth',
+    doc: 'nesting levels of a request body (400 `VALIDATION_FAILED`)',
+  },
+  MAX_STRING_LENGTH: {
+    schema: int(1000, 64 * 1024 * 1024).default(1_000_000),
+    at: 'limits.maxStringLength',
+    doc: 'characters in one string of a request body (413 `PAYLOAD_TOO_LARGE`)',
   },
   MAX_STEPS: {
     schema: int(1, 100).default(10),
@@ -232,6 +257,26 @@ export const VARIABLES = {
     schema: int(0, 86_400_000).default(600_000),
     at: ['disconnectGrace.maxMs', 'ceilings.maxDisconnectGraceMs'],
     doc: 'the ceiling of `forwardedProps.disconnectGraceMs`',
+  },
+  STREAM_WRITE_TIMEOUT_MS: {
+    schema: int(100, 3_600_000).default(30_000),
+    at: 'runEvents.writeTimeoutMs',
+    doc: 'a reader whose connection takes nothing for this long is closed (`io_bridge_stream_closed_total{reason="write_timeout"}`); its run follows the disconnect rules',
+  },
+  MAX_ACTIVE_RUNS_PER_OWNER: {
+    schema: int(1, 1_000_000).default(20),
+    at: 'fairShare.activeRunsPerOwner',
+    doc: "an owner's live runs, counting those kept for a rejoin and those waiting for a tool (429 `TOO_MANY_ACTIVE_RUNS`); with `AUTH_MODE=none` also per client address",
+  },
+  MAX_READERS_PER_OWNER: {
+    schema: int(1, 1_000_000).default(20),
+    at: 'fairShare.readersPerOwner',
+    doc: "an owner's open `GET /runs/:runId/events` streams, per instance (429 `TOO_MANY_READERS`); with `AUTH_MODE=none` also per client address",
+  },
+  MAX_READERS_PER_RUN: {
+    schema: int(1, 1_000_000).default(10),
+    at: 'fairShare.readersPerRun',
+    doc: 'open `GET /runs/:runId/events` streams of one run, per instance (429 `TOO_MANY_READERS`)',
   },
   LAST_MESSAGES: {
     schema: int(0, 10_000).default(40),
@@ -354,6 +399,11 @@ export const VARIABLES = {
     unset: 'required',
     readme: 'header',
   },
+  PLAYGROUND_ENABLED: {
+    schema: bool.optional(),
+    doc: 'serve the chat page at `/playground` (it calls the API like any client)',
+    unset: 'on, off with `NODE_ENV=production`',
+  },
   // OpenTelemetry's standard variables: traces go to `<endpoint>/v1/traces`, or to the traces endpoint as given.
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     schema: z.url().optional(),
@@ -395,6 +445,7 @@ const DERIVED = {
       ? undefined
       : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
   'tracing.serviceVersion': (): string => SERVICE_VERSION,
+  'playground.enabled': (e: Env): boolean => e.PLAYGROUND_ENABLED ?? e.NODE_ENV !== 'production',
   /** Environment overrides `AGENT_<ID>_MODEL` / `AGENT_<ID>_INSTRUCTIONS`, by agent id. */
   agentEnv: (_e: Env, raw: Record<string, string>): Record<string, string | undefined> =>
     Object.fromEntries(Object.entries(raw).filter(([key]) => AGENT_VARIABLES.pattern.test(key))),

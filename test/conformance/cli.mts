@@ -1,22 +1,43 @@
 /**
- * `npm run conformance -- [options] [-- jest options]`: runs the conformance kit (test/conformance) against a
- * backend. With --base, against that backend; without, against this service as users run it: `nest build`,
- * then `node dist/src/main.js` on a free port and a fresh database, stopped afterwards.
+ * `npm run conformance -- [options]`: runs the conformance kit (test/conformance) against a backend and
+ * prints its report. With --base, against that backend; without, against this service as users run it:
+ * `nest build`, then `node dist/src/main.js` on a free port and a fresh database, stopped afterwards.
+ * Exit code 1 only when a required check of the chosen levels fails (2: bad options).
  */
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { registerHooks } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 
+// Node runs the kit's TypeScript as it is: a relative import without extension (as jest and tsc read the
+// kit) or with `.js` (as tsc wants it here) loads the `.ts` file beside it.
+registerHooks({
+  resolve(specifier, context, next) {
+    if (/^\.\.?\//.test(specifier) && /\.m?ts$/.test(context.parentURL ?? '')) {
+      const ts = new URL(`${specifier.replace(/\.js$/, '')}.ts`, context.parentURL);
+      if (!/\.[cm]?ts$/.test(specifier) && existsSync(ts))
+        return { ...next(ts.href, context), format: 'module-typescript' };
+    }
+    return next(specifier, context);
+  },
+});
+const { formatReport, runConformance } = await import('./kit.js');
+const { parseLevels } = await import('./options.js');
+
 const ROOT = resolve(import.meta.dirname, '..', '..');
-const USAGE = `Usage: npm run conformance -- [options] [-- jest options]
+const USAGE = `Usage: npm run conformance -- [options]
 
   --base URL                 the backend's route prefix, e.g. http://host:3000/io-bridge
                              (without it: build this service, start it on a free port and a fresh database)
+  --profile protocol|io-bridge
+                             protocol (default): the protocol's four levels; io-bridge: also io-bridge's
+                             own contract, reported apart as extensions
+  --report text|json         the report's form on stdout (default text)
   --header 'Name: value'     sent with every request; repeatable (e.g. 'Authorization: Bearer …')
   --levels 1,2,3,4           the levels to check (also ranges: 1-3); default all
   --agent ID                 forwardedProps.agentId of every run; default the backend's default agent
@@ -27,14 +48,17 @@ const USAGE = `Usage: npm run conformance -- [options] [-- jest options]
   --prompt-mixed TEXT        a prompt that makes it call a server tool and conformance_lookup in one step
   --timeout MS               per check (default 30000; raise it for a real model)
   --no-build                 without --base: use dist/ as it is
+
+Exit code: 0 when every required check of the chosen levels passes, 1 when one fails, 2 for bad options.
 `;
 
-const { values: args, positionals: jestArgs } = (() => {
+const { values: args } = (() => {
   try {
     return parseArgs({
-      allowPositionals: true,
       options: {
         base: { type: 'string' },
+        profile: { type: 'string', default: 'protocol' },
+        report: { type: 'string', default: 'text' },
         header: { type: 'string', multiple: true },
         levels: { type: 'string' },
         agent: { type: 'string' },
@@ -57,18 +81,29 @@ if (args.help) {
   process.exit(0);
 }
 
-if (args.levels !== undefined && !/^[1-4](-[1-4])?(,[1-4](-[1-4])?)*$/.test(args.levels.replace(/\s/g, ''))) {
-  process.stderr.write(`--levels '${args.levels}': give levels 1–4 as 1,2,4 or 1-3\n`);
+const usageError = (message: string): never => {
+  process.stderr.write(`${message}\n\n${USAGE}`);
   process.exit(2);
-}
+};
+const levels = (() => {
+  try {
+    return args.levels === undefined ? undefined : parseLevels(args.levels);
+  } catch (err) {
+    return usageError(`--levels '${args.levels}': ${(err as Error).message}`);
+  }
+})();
+const profile = args.profile;
+if (profile !== 'protocol' && profile !== 'io-bridge')
+  usageError(`--profile '${profile}': protocol or io-bridge`);
+if (args.report !== 'text' && args.report !== 'json') usageError(`--report '${args.report}': text or json`);
+const timeoutMs = args.timeout === undefined ? undefined : Number(args.timeout);
+if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0))
+  usageError(`--timeout '${args.timeout}': a positive number of milliseconds`);
 
 const headers: Record<string, string> = {};
 for (const header of args.header ?? []) {
   const colon = header.indexOf(':');
-  if (colon < 1) {
-    process.stderr.write(`--header '${header}' is not 'Name: value'\n`);
-    process.exit(2);
-  }
+  if (colon < 1) usageError(`--header '${header}' is not 'Name: value'`);
   headers[header.slice(0, colon).trim()] = header.slice(colon + 1).trim();
 }
 
@@ -115,7 +150,7 @@ type Service = { base: string; log: string; stop: () => Promise<void> };
 /** This service as users run it, on a free port and a database of its own. */
 async function startService(): Promise<Service> {
   if (!args['no-build']) {
-    const build = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
+    const build = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 2, 2] });
     if (build.status !== 0) throw new Error('npm run build failed');
   }
   const cleanups: (() => Promise<void>)[] = [];
@@ -137,14 +172,14 @@ async function startService(): Promise<Service> {
     const url = new URL(server);
     url.pathname = `/${database}`;
     env.DATABASE_URL = url.toString();
-    process.stdout.write(`conformance: database ${database} on ${url.host}\n`);
+    process.stderr.write(`conformance: database ${database} on ${url.host}\n`);
   } else {
     // No local server: the service starts its embedded Postgres, in a directory of its own.
     const dir = mkdtempSync(join(tmpdir(), 'io-bridge-conformance-pg-'));
     env.EMBEDDED_PG_DIR = dir;
     env.EMBEDDED_PG_PORT = String(await freePort());
     cleanups.push(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
-    process.stdout.write(`conformance: embedded Postgres in ${dir}\n`);
+    process.stderr.write(`conformance: embedded Postgres in ${dir}\n`);
   }
   const log = join(mkdtempSync(join(tmpdir(), 'io-bridge-conformance-')), 'service.log');
   const out = openSync(log, 'a');
@@ -184,7 +219,7 @@ async function startService(): Promise<Service> {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  process.stdout.write(`conformance: node dist/src/main.js on ${origin} (log: ${log})\n`);
+  process.stderr.write(`conformance: node dist/src/main.js on ${origin} (log: ${log})\n`);
   return { base: `${origin}/io-bridge`, log, stop };
 }
 
@@ -200,40 +235,28 @@ const stopOnSignal = (signal: NodeJS.Signals) =>
 process.once('SIGINT', stopOnSignal);
 process.once('SIGTERM', stopOnSignal);
 
-const jest = spawn(
-  process.execPath,
-  [
-    '--experimental-vm-modules',
-    join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'),
-    '--selectProjects',
-    'conformance',
-    '--runInBand',
-    // A backend that never ends a stream must not keep the kit alive after its checks time out.
-    '--forceExit',
-    ...(args.timeout ? ['--testTimeout', args.timeout] : []),
-    ...jestArgs,
-  ],
+const report = await runConformance(
+  { base, headers },
   {
-    cwd: ROOT,
-    stdio: 'inherit',
-    env: {
-      ...process.env,
-      CONFORMANCE_BASE: base,
-      CONFORMANCE_HEADERS: JSON.stringify(headers),
-      CONFORMANCE_LEVELS: args.levels ?? '1,2,3,4',
-      CONFORMANCE_AGENT_ID: args.agent ?? '',
-      CONFORMANCE_PROMPT_TEXT: args['prompt-text'] ?? '',
-      CONFORMANCE_PROMPT_SERVER_TOOL: args['prompt-server-tool'] ?? '',
-      CONFORMANCE_PROMPT_FRONTEND_TOOL: args['prompt-frontend-tool'] ?? '',
-      CONFORMANCE_PROMPT_MIXED: args['prompt-mixed'] ?? '',
+    ...(levels ? { levels } : {}),
+    profile: profile as 'protocol' | 'io-bridge',
+    ...(timeoutMs ? { timeoutMs } : {}),
+    ...(args.agent ? { agentId: args.agent } : {}),
+    prompts: {
+      ...(args['prompt-text'] ? { text: args['prompt-text'] } : {}),
+      ...(args['prompt-server-tool'] ? { serverTool: args['prompt-server-tool'] } : {}),
+      ...(args['prompt-frontend-tool'] ? { frontendTool: args['prompt-frontend-tool'] } : {}),
+      ...(args['prompt-mixed'] ? { mixed: args['prompt-mixed'] } : {}),
     },
   },
 );
-const code = await exitOf(jest);
+process.stdout.write(
+  args.report === 'json' ? `${JSON.stringify(report, null, 2)}\n` : `${formatReport(report)}\n`,
+);
 if (service) {
   await service.stop();
   // The service's log is kept only when something failed.
-  if (code !== 0) process.stderr.write(`conformance: the service's log is in ${service.log}\n`);
+  if (!report.ok) process.stderr.write(`conformance: the service's log is in ${service.log}\n`);
   else rmSync(dirname(service.log), { recursive: true, force: true });
 }
-process.exit(code);
+process.exit(report.ok ? 0 : 1);

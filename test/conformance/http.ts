@@ -1,18 +1,31 @@
 import { randomUUID } from 'node:crypto';
-import { Event, LiveRun, readRun } from '../support/sse';
+import type { ConformanceTarget } from './options';
+import { readSse } from './sse';
+import type { Event, SseStream } from './sse';
 
-export type { Event, LiveRun };
-import { ConformanceTarget } from './options';
+export type { Event };
 
 /** An id no other run of any kit run has used. */
 export const kitId = (prefix: string) => `conformance-${prefix}-${randomUUID()}`;
 
+/** A `POST /run` the kit made: what it sent and what it read; the stream rules judge every one of them. */
+export type RunStream = SseStream & {
+  /** The check that made it. */
+  label: string;
+  input: { threadId: string; runId: string } & Record<string, unknown>;
+};
+
 export type Client = ReturnType<typeof clientFor>;
 
-/** HTTP calls to one backend: every request carries the target's headers. */
-export function clientFor(target: ConformanceTarget) {
+/**
+ * HTTP calls to one backend: every request carries the target's headers; every run it opens is kept in
+ * `runs`, so the stream rules can judge each stream the kit read.
+ */
+export function clientFor(target: ConformanceTarget, streamTimeoutMs = 15_000) {
   const base = target.base.replace(/\/+$/, '');
   const headers = target.headers ?? {};
+  const runs: RunStream[] = [];
+  let label = 'kit';
 
   const request = (
     path: string,
@@ -30,42 +43,52 @@ export function clientFor(target: ConformanceTarget) {
         : { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) }),
     });
 
-  /** A request whose answer is JSON (or empty); the body is read. */
+  /** A request whose answer is JSON (or empty); the body is read, and kept as text when it is not JSON. */
   const json = async (path: string, init: Parameters<typeof request>[1] = {}) => {
     const res = await request(path, init);
     const text = await res.text();
-    return { res, status: res.status, body: text ? JSON.parse(text) : undefined };
+    let body: any;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = text;
+    }
+    return { res, status: res.status, body };
   };
 
-  /** POST /run, read as it streams. A refused run (not 200) resolves with its response and no frames. */
-  const openRun = async (body: unknown): Promise<LiveRun> =>
-    readRun(await request('/run', { body, headers: { accept: 'text/event-stream' } }), 15_000);
+  /** POST /run, read as it streams. A refused run (not 200) has its answer in `raw()` and no events. */
+  const openRun = async (input: RunStream['input']): Promise<RunStream> => {
+    const res = await request('/run', { body: input, headers: { accept: 'text/event-stream' } });
+    const stream: RunStream = Object.assign(readSse(res, streamTimeoutMs), { label, input });
+    runs.push(stream);
+    return stream;
+  };
 
   /** POST /run read to its end. */
-  const run = async (body: unknown) => {
-    const live = await openRun(body);
-    const frames = await live.done;
-    return {
-      res: live.res,
-      raw: live.raw(),
-      bytes: live.bytes(),
-      frames,
-      events: frames.map((f) => f.event),
-    };
+  const run = async (input: RunStream['input']): Promise<RunStream> => {
+    const stream = await openRun(input);
+    await stream.done;
+    return stream;
   };
 
+  const resultPath = (runId: string, toolCallId: string) =>
+    `/runs/${encodeURIComponent(runId)}/tool-calls/${encodeURIComponent(toolCallId)}/result`;
   const postToolResult = (runId: string, toolCallId: string, body: unknown) =>
-    json(`/runs/${encodeURIComponent(runId)}/tool-calls/${encodeURIComponent(toolCallId)}/result`, { body });
+    json(resultPath(runId, toolCallId), { body });
 
-  return { base, headers, request, json, openRun, run, postToolResult };
-}
-
-/** Asserts a run was accepted (200), showing the refusal otherwise. */
-export function expectAccepted(run: { res: Response; raw: string | (() => string) }): void {
-  const raw = typeof run.raw === 'function' ? run.raw() : run.raw;
-  expect({ status: run.res.status, refusal: run.res.status === 200 ? undefined : raw }).toEqual({
-    status: 200,
-  });
+  return {
+    base,
+    headers,
+    runs,
+    /** Names the check whose runs follow (for the stream rules' report). */
+    setLabel: (name: string) => void (label = name),
+    request,
+    json,
+    openRun,
+    run,
+    resultPath,
+    postToolResult,
+  };
 }
 
 /** A `RunAgentInput` with one user message and fresh ids; `extra` overrides any field. */
@@ -73,9 +96,9 @@ export function runBody(text: string, agentId: string | undefined, extra: Record
   return {
     threadId: kitId('thread'),
     runId: kitId('run'),
-    messages: [{ id: kitId('msg'), role: 'user', content: text }],
-    tools: [],
-    context: [],
+    messages: [{ id: kitId('msg'), role: 'user', content: text }] as Record<string, unknown>[],
+    tools: [] as unknown[],
+    context: [] as unknown[],
     forwardedProps: (agentId ? { agentId } : {}) as Record<string, unknown>,
     ...extra,
   };

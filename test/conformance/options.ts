@@ -8,8 +8,17 @@ export type ConformanceTarget = {
 
 export type ConformanceLevel = 1 | 2 | 3 | 4;
 
+/**
+ * `protocol`: the four levels as the io.Intelligence Agent Protocol states them (and AG-UI 1.0 where it
+ * defers to it). `io-bridge`: those, plus io-bridge's own contract as extensions, reported apart.
+ */
+export type ConformanceProfile = 'protocol' | 'io-bridge';
+
 export type ConformanceOptions = {
   levels: ConformanceLevel[];
+  profile: ConformanceProfile;
+  /** The longest a check may take, in ms. */
+  timeoutMs: number;
   /** `forwardedProps.agentId` of every run; unset: the backend's default agent. */
   agentId?: string;
   prompts: {
@@ -38,6 +47,8 @@ export const FRONTEND_TOOL = {
 /** Defaults for io-bridge's scripted model (README "The scripted model"). */
 export const DEFAULT_OPTIONS: ConformanceOptions = {
   levels: [1, 2, 3, 4],
+  profile: 'protocol',
+  timeoutMs: 30_000,
   prompts: {
     text: 'hello from the conformance kit',
     serverTool: '/tool calculate {"expression":"2+3*4"}',
@@ -55,34 +66,4 @@ export function parseLevels(text: string): ConformanceLevel[] {
     for (let l = Number(range[1]); l <= Number(range[2] ?? range[1]); l++) levels.add(l as ConformanceLevel);
   }
   return [...levels].sort();
-}
-
-/**
- * The kit's settings from the environment the CLI (`npm run conformance`) sets:
- * CONFORMANCE_BASE, CONFORMANCE_HEADERS (a JSON object), CONFORMANCE_LEVELS, CONFORMANCE_AGENT_ID,
- * CONFORMANCE_PROMPT_TEXT, CONFORMANCE_PROMPT_SERVER_TOOL, CONFORMANCE_PROMPT_FRONTEND_TOOL,
- * CONFORMANCE_PROMPT_MIXED.
- */
-export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): {
-  target: ConformanceTarget;
-  options: ConformanceOptions;
-} {
-  if (!env.CONFORMANCE_BASE) throw new Error('CONFORMANCE_BASE is not set: run `npm run conformance`');
-  const headers = env.CONFORMANCE_HEADERS ? (JSON.parse(env.CONFORMANCE_HEADERS) as unknown) : {};
-  if (typeof headers !== 'object' || headers === null || Array.isArray(headers))
-    throw new Error('CONFORMANCE_HEADERS must be a JSON object');
-  const d = DEFAULT_OPTIONS.prompts;
-  return {
-    target: { base: env.CONFORMANCE_BASE, headers: headers as Record<string, string> },
-    options: {
-      levels: env.CONFORMANCE_LEVELS ? parseLevels(env.CONFORMANCE_LEVELS) : DEFAULT_OPTIONS.levels,
-      ...(env.CONFORMANCE_AGENT_ID ? { agentId: env.CONFORMANCE_AGENT_ID } : {}),
-      prompts: {
-        text: env.CONFORMANCE_PROMPT_TEXT || d.text,
-        serverTool: env.CONFORMANCE_PROMPT_SERVER_TOOL || d.serverTool,
-        frontendTool: env.CONFORMANCE_PROMPT_FRONTEND_TOOL || d.frontendTool,
-        mixed: env.CONFORMANCE_PROMPT_MIXED || d.mixed,
-      },
-    },
-  };
 }

@@ -1,0 +1,12 @@
+export {
+  IoBridgeClient,
+  type ClientOptions,
+  type JoinOptions,
+  type RunOptions,
+  type TokenSource,
+} from './client';
+export { IoBridgeError } from './errors';
+export { RunStream, type RejoinOptions } from './run-stream';
+export type * from './types';
+export type { AGUIEvent, Message, Tool, TokenUsage, Interrupt, RunFinishedOutcome } from '@ag-ui/core';
+export { EventType } from '@ag-ui/core';

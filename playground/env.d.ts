@@ -1,0 +1,2 @@
+/** esbuild bundles the stylesheet a module imports. */
+declare module '*.css';

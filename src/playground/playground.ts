@@ -1,0 +1,43 @@
+import fastifyStatic from '@fastify/static';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyReply } from 'fastify';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Where `npm run build` writes the bundled page (playground/build.mts), beside dist/src. */
+export const PLAYGROUND_DIR = join(__dirname, '..', '..', 'playground');
+
+/** The page, with the API's route prefix written in, or undefined when the bundle was not built. */
+export function playgroundPage(prefix: string, dir = PLAYGROUND_DIR): string | undefined {
+  const file = join(dir, 'index.html');
+  if (!existsSync(file)) return undefined;
+  const escaped = prefix.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`);
+  return readFileSync(file, 'utf8').replace('%API%', escaped);
+}
+
+/**
+ * Serves the playground (CONTRACT section 12) at /playground outside the API prefix: the page, and its
+ * hashed assets pre-compressed and cached for good. Plain Fastify routes, so no guard or throttle
+ * applies: the page holds no data, and every API call it makes is authenticated as usual.
+ */
+export async function servePlayground(app: NestFastifyApplication, prefix: string): Promise<boolean> {
+  const page = playgroundPage(prefix);
+  if (page === undefined) return false;
+  const fastify = app.getHttpAdapter().getInstance();
+  const sendPage = (_request: unknown, reply: FastifyReply) =>
+    reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(page);
+  fastify.get('/playground', sendPage);
+  fastify.get('/playground/', sendPage);
+  await app.register(fastifyStatic, {
+    root: PLAYGROUND_DIR,
+    prefix: '/playground/',
+    decorateReply: false,
+    index: false,
+    preCompressed: true,
+    // Every asset but the page is named by its content hash.
+    immutable: true,
+    maxAge: '365d',
+    allowedPath: (path) => path !== '/index.html' && !path.startsWith('/index.html.'),
+  });
+  return true;
+}

@@ -1,0 +1,315 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { BaseEvent, EventType } from '@ag-ui/core';
+import { EventEncoder } from '@ag-ui/encoder';
+import { BuiltService, startBuiltService } from '../support/built-service';
+import { ALL_CHECKS } from './checks';
+import { ConformanceReport, failedChecks, formatReport, runConformance } from './kit';
+
+/** Each report as text in CONFORMANCE_REPORTS_DIR when it is set (the reports quoted in release notes). */
+function keep(name: string, report: ConformanceReport): void {
+  const dir = process.env.CONFORMANCE_REPORTS_DIR;
+  if (!dir) return;
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}.txt`), `${formatReport(report)}\n`);
+}
+
+const checksOf = (report: ConformanceReport) =>
+  [...report.levels, ...(report.extensions ?? [])].flatMap((l) => l.checks);
+
+/** Shows the whole report when an expectation on it fails. */
+const explained = (report: ConformanceReport, value: unknown) => ({ value, report: formatReport(report) });
+
+type Input = { threadId: string; runId: string };
+
+/**
+ * A plain AG-UI backend of Level 1, as a backend author might write one: node:http and @ag-ui/encoder,
+ * `data:` lines without ids, no io-bridge extension. `events` makes the stream of one run; a broken
+ * server is this one with one rule of the protocol broken there.
+ */
+async function plainAgUiServer(
+  events: (input: Input) => BaseEvent[] = answer,
+): Promise<{ base: string; close: () => Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    if (req.method !== 'POST' || req.url !== '/run') return void res.writeHead(404).end();
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      let input: Input;
+      try {
+        input = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return void res.writeHead(400, { 'content-type': 'text/plain' }).end('bad JSON');
+      }
+      const encoder = new EventEncoder({ accept: req.headers.accept });
+      res.writeHead(200, { 'content-type': encoder.getContentType() });
+      for (const event of events(input)) res.write(encoder.encode(event));
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    base: `http://127.0.0.1:${port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+const text = (messageId: string, words: string[]): BaseEvent[] => [
+  { type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' },
+  ...words.map((delta) => ({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta })),
+  { type: EventType.TEXT_MESSAGE_END, messageId },
+];
+const runStarted = ({ threadId, runId }: Input) =>
+  ({ type: EventType.RUN_STARTED, threadId, runId }) as BaseEvent;
+const runFinished = ({ threadId, runId }: Input) =>
+  ({ type: EventType.RUN_FINISHED, threadId, runId }) as BaseEvent;
+
+/** A well-formed Level 1 answer. */
+function answer(input: Input): BaseEvent[] {
+  return [
+    runStarted(input),
+    ...text(randomUUID(), ['Hello ', 'from a plain ', 'AG-UI server']),
+    runFinished(input),
+  ];
+}
+
+/** One broken server per stream rule of the protocol: the rule's check, and the stream that breaks it. */
+const BROKEN: [string, string, (input: Input) => BaseEvent[]][] = [
+  [
+    'an event after the terminal one',
+    'L1.one-terminal-last',
+    (input) => [...answer(input), ...text(randomUUID(), ['a late word'])],
+  ],
+  [
+    'a text message left open',
+    'L1.text-messages-closed',
+    (input) => [
+      runStarted(input),
+      ...text(randomUUID(), ['never ', 'ended']).slice(0, -1),
+      runFinished(input),
+    ],
+  ],
+  [
+    'an empty delta',
+    'L1.non-empty-delta',
+    (input) => [runStarted(input), ...text(randomUUID(), ['Hello', '', ' there']), runFinished(input)],
+  ],
+  [
+    'tool arguments that are not JSON',
+    'L1.tool-args-json',
+    (input) => {
+      const messageId = randomUUID();
+      const toolCallId = randomUUID();
+      return [
+        runStarted(input),
+        { type: EventType.TOOL_CALL_START, toolCallId, toolCallName: 'lookup', parentMessageId: messageId },
+        { type: EventType.TOOL_CALL_ARGS, toolCallId, delta: '{"query": "Par' },
+        { type: EventType.TOOL_CALL_ARGS, toolCallId, delta: 'is"' },
+        { type: EventType.TOOL_CALL_END, toolCallId },
+        {
+          type: EventType.TOOL_CALL_RESULT,
+          messageId: randomUUID(),
+          toolCallId,
+          content: 'France',
+          role: 'tool',
+        },
+        ...text(randomUUID(), ['Paris is ', 'in France']),
+        runFinished(input),
+      ] as BaseEvent[];
+    },
+  ],
+  ['no RUN_STARTED first', 'L1.run-started-first', (input) => answer(input).slice(1)],
+];
+
+describe('the conformance kit', () => {
+  it("names every check, with its source, in the tables of the kit's README", () => {
+    const readme = readFileSync(join(__dirname, 'README.md'), 'utf8');
+    const rows = new Map(
+      [...readme.matchAll(/^\|\s*`([^`]+)`\s*\|\s*(\d)\s*\|(.*)\|\s*$/gm)].map(([, id, level, rest]) => [
+        id,
+        { level, rest },
+      ]),
+    );
+    for (const check of ALL_CHECKS) {
+      expect({ id: check.id, row: rows.has(check.id) }).toEqual({ id: check.id, row: true });
+      expect(rows.get(check.id)!.level).toBe(String(check.level));
+      if (check.source.kind === 'protocol')
+        expect(rows.get(check.id)!.rest).toContain(
+          check.source.clause.replace(/\|/g, '\\|'), // a table cell escapes |
+        );
+    }
+    expect([...rows.keys()].sort()).toEqual(ALL_CHECKS.map((c) => c.id).sort());
+  });
+
+  describe('against io-bridge (node dist/src/main.js)', () => {
+    let service: BuiltService | undefined;
+    const reports: Partial<Record<'protocol' | 'io-bridge', ConformanceReport>> = {};
+    beforeAll(async () => {
+      service = await startBuiltService({ DATABASE_URL: process.env.E2E_DATABASE_URL! });
+      for (const profile of ['protocol', 'io-bridge'] as const) {
+        reports[profile] = await runConformance({ base: service.base }, { profile });
+        keep(`io-bridge-${profile}`, reports[profile]);
+      }
+    }, 240_000);
+    afterAll(async () => {
+      await service?.stop();
+    });
+
+    it.each(['protocol', 'io-bridge'] as const)(
+      'passes every check of every level in the %s profile',
+      (profile) => {
+        const report = reports[profile]!;
+        const notPassed = checksOf(report).filter((c) => c.status !== 'pass');
+        if (notPassed.length)
+          process.stderr.write(`${formatReport(report)}\n--- the service's output:\n${service!.output()}\n`);
+        expect(
+          explained(
+            report,
+            notPassed.map((c) => c.id),
+          ),
+        ).toEqual(explained(report, []));
+        expect(report.levels.map((l) => [l.level, l.status])).toEqual([
+          [1, 'pass'],
+          [2, 'pass'],
+          [3, 'pass'],
+          [4, 'pass'],
+        ]);
+        expect(report.ok).toBe(true);
+        expect(report.summary).toMatch(/^PASS /);
+      },
+    );
+
+    it('checks io-bridge extensions only in the io-bridge profile, each of them sourced to io-bridge', () => {
+      expect(reports.protocol!.extensions).toBeUndefined();
+      expect(checksOf(reports.protocol!).every((c) => !c.extension)).toBe(true);
+      const extensions = reports['io-bridge']!.extensions!.flatMap((l) => l.checks);
+      expect(extensions.length).toBeGreaterThan(20);
+      expect(extensions.every((c) => c.source.kind === 'io-bridge')).toBe(true);
+      expect(
+        checksOf(reports['io-bridge']!)
+          .filter((c) => !c.extension)
+          .map((c) => c.id),
+      ).toEqual(checksOf(reports.protocol!).map((c) => c.id));
+    });
+  });
+
+  describe('against a minimal plain AG-UI server (Level 1, no ids)', () => {
+    let server: Awaited<ReturnType<typeof plainAgUiServer>> | undefined;
+    beforeAll(async () => {
+      server = await plainAgUiServer();
+    });
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    it('passes Level 1 of the protocol profile', async () => {
+      const report = await runConformance({ base: server!.base }, { levels: [1] });
+      keep('plain-ag-ui-protocol', report);
+      expect(
+        explained(
+          report,
+          checksOf(report)
+            .filter((c) => c.status !== 'pass')
+            .map((c) => c.id),
+        ),
+      ).toEqual(explained(report, []));
+      expect(report.levels).toEqual([expect.objectContaining({ level: 1, status: 'pass' })]);
+      expect(report.ok).toBe(true);
+    });
+
+    it('in the io-bridge profile, still passes protocol Level 1 and names each missing extension', async () => {
+      const report = await runConformance({ base: server!.base }, { levels: [1], profile: 'io-bridge' });
+      keep('plain-ag-ui-io-bridge', report);
+      expect(report.levels).toEqual([expect.objectContaining({ level: 1, status: 'pass' })]);
+      const missing = [
+        'X1.stream-headers',
+        'X1.event-ids',
+        'X1.rejoin',
+        'X1.run-record',
+        'X1.bad-body',
+        'X1.run-exists',
+        'X1.timestamps',
+      ];
+      expect(explained(report, failedChecks(report))).toEqual(explained(report, missing));
+      expect(report.extensions).toEqual([expect.objectContaining({ level: 1, status: 'fail' })]);
+      expect(report.ok).toBe(false);
+      const text = formatReport(report);
+      for (const id of missing) expect(text).toMatch(new RegExp(`FAIL ${id.replace('.', '\\.')} `));
+      expect(report.summary).toMatch(
+        /^FAIL .*Level 1 pass; protocol 15\/15 checks pass; io-bridge extensions 4\/11/,
+      );
+    });
+  });
+
+  describe.each(BROKEN)('against a server that sends %s', (_, rule, events) => {
+    let server: Awaited<ReturnType<typeof plainAgUiServer>> | undefined;
+    beforeAll(async () => {
+      server = await plainAgUiServer(events);
+    });
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    it(`fails ${rule} and no other check`, async () => {
+      const report = await runConformance({ base: server!.base }, { levels: [1] });
+      keep(`broken-${rule}`, report);
+      expect(explained(report, failedChecks(report))).toEqual(explained(report, [rule]));
+      expect(report.levels).toEqual([expect.objectContaining({ level: 1, status: 'fail' })]);
+      expect(report.ok).toBe(false);
+      const check = checksOf(report).find((c) => c.id === rule)!;
+      expect(check.source.kind).toBe('protocol');
+      expect(check.seen).not.toBe('');
+    });
+  });
+
+  describe('as a command (npm run conformance -- --base URL)', () => {
+    const cli = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [join(__dirname, 'cli.mts'), ...args]);
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+    const servers: Awaited<ReturnType<typeof plainAgUiServer>>[] = [];
+    afterAll(async () => {
+      await Promise.all(servers.map((s) => s.close()));
+    });
+
+    it('prints the JSON report with --report json and exits 0 when the chosen levels pass', async () => {
+      const server = await plainAgUiServer();
+      servers.push(server);
+      const run = await cli(['--base', server.base, '--levels', '1', '--report', 'json']);
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+      const report = JSON.parse(run.stdout) as ConformanceReport;
+      expect(report).toMatchObject({ profile: 'protocol', ok: true, levels: [{ level: 1, status: 'pass' }] });
+      expect(report.summary).toMatch(/^PASS /);
+    }, 60_000);
+
+    it('exits 1 when a required check fails, its text report ending with the summary line', async () => {
+      const server = await plainAgUiServer(BROKEN.find(([, rule]) => rule === 'L1.non-empty-delta')![2]);
+      servers.push(server);
+      const run = await cli(['--base', server.base, '--levels', '1']);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/^ {2}FAIL L1\.non-empty-delta /m);
+      expect(run.stdout.trim().split('\n').at(-1)).toMatch(/^FAIL .*Level 1 fail/);
+    }, 60_000);
+
+    it('exits 1 in the io-bridge profile when an extension is missing, and 2 on a bad option', async () => {
+      const server = await plainAgUiServer();
+      servers.push(server);
+      const run = await cli(['--base', server.base, '--levels', '1', '--profile', 'io-bridge']);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/^ {2}FAIL X1\.event-ids /m);
+      const bad = await cli(['--base', server.base, '--profile', 'strict']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/--profile 'strict'/);
+    }, 60_000);
+  });
+});
