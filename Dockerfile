@@ -26,7 +26,11 @@ COPY packages/client/package.json ./packages/client/
 RUN --mount=type=cache,target=/root/.npm npm ci
 
 FROM deps AS build
+# The commit built, for the io_bridge_build_info metric: `--build-arg IO_BRIDGE_COMMIT=$(git rev-parse HEAD)`
+# (.git stays out of the context).
+ARG IO_BRIDGE_COMMIT=
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY migrations ./migrations
 COPY packages/client/src ./packages/client/src

@@ -15,6 +15,7 @@ import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from './c
 import { SafeInputPipe } from './common/safe-input';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
+import { buildInfo } from './common/build-info';
 import { runExample } from './runs/dto/run-agent-input.dto';
 import { startTracing, traceRequests, tracingOn } from './ops/tracing';
 import { servePlayground } from './playground/playground';
@@ -187,7 +188,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
             '`{statusCode, code, message, details?}`. With AUTH_MODE=jwt, authorize with a bearer token; ' +
             'with AUTH_MODE=none, X-Resource-Id names the owner.',
         )
-        .setVersion('0.1.0')
+        .setVersion(buildInfo().version)
         .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, 'bearer')
         .addSecurityRequirements('bearer')
         .build(),

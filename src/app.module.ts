@@ -18,7 +18,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
-        LoggerModule.forRoot(loggingParams(config.logLevel)),
+        LoggerModule.forRoot(loggingParams(config.logLevel, config.tracing.url !== undefined)),
         DatabaseModule,
         AuthModule,
         AgentsModule,

@@ -26,6 +26,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBu
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
+import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { agentDefinitions } from '../src/agents';
 import { loadOverrides } from '../src/agents/agent-overrides';
 import { loadConfig } from '../src/config/config';
@@ -48,6 +49,9 @@ const APP = {
    * SHUTTING_DOWN (runs.stopAll), then closes the server and the pool: keep 10 s for that.
    */
   shutdownMarginMs: 10_000,
+  /** OTLP/HTTP's default port: traces go there when the ConfigMap names no collector. */
+  otlpPort: 4318,
+  metricsPath: '/metrics',
   /** Postgres' default max_connections (100) less superuser_reserved_connections (3). */
   postgresConnections: 97,
   baseImage: 'node:24-bookworm-slim',
@@ -93,6 +97,11 @@ const MODELS: Record<
     model: NetworkPolicy,
     type: 'INetworkPolicy',
     module: 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy',
+  },
+  'monitoring.coreos.com/v1/PodMonitor': {
+    model: PodMonitor,
+    type: 'IPodMonitor',
+    module: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor',
   },
   'networking.k8s.io/v1/Ingress': {
     model: Ingress,
@@ -234,6 +243,36 @@ function preStopSleepSeconds(container: any): number | undefined {
     return Number.isFinite(s) ? s : undefined;
   }
   return undefined;
+}
+
+/** The port traces leave on: the collector's in the ConfigMap, else OTLP/HTTP's default. */
+function otlpPort(env: Labels): number {
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!endpoint) return APP.otlpPort;
+  const url = new URL(endpoint);
+  return Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+}
+
+/** The example PodMonitor: the server pods only, their named port, the metrics path. */
+function podMonitorProblems(monitor: K8sObject, deployment: K8sObject, job: K8sObject): string[] {
+  const problems: string[] = [];
+  const podLabels: Labels = deployment.spec?.template?.metadata?.labels ?? {};
+  const jobLabels: Labels = job.spec?.template?.metadata?.labels ?? {};
+  if (!matchesSelector(monitor.spec?.selector, podLabels))
+    problems.push('PodMonitor: selector does not match the server pods');
+  if (matchesSelector(monitor.spec?.selector, jobLabels))
+    problems.push('PodMonitor: selector also matches the migration pods');
+  const ports: string[] = (deployment.spec?.template?.spec?.containers ?? []).flatMap((c: any) =>
+    (c.ports ?? []).map((x: any) => x.name),
+  );
+  const endpoints: any[] = monitor.spec?.podMetricsEndpoints ?? [];
+  if (!endpoints.length) problems.push('PodMonitor: no podMetricsEndpoints');
+  for (const e of endpoints) {
+    if (!ports.includes(e.port)) problems.push(`PodMonitor: port ${e.port} is not a named container port`);
+    if ((e.path ?? '/metrics') !== APP.metricsPath)
+      problems.push(`PodMonitor: path ${e.path} is not /metrics`);
+  }
+  return problems;
 }
 
 function allowsPort(rules: any[] | undefined, port: number | string, protocol = 'TCP'): boolean {
@@ -443,6 +482,7 @@ function consistencyProblems(objects: K8sObject[]): string[] {
     [53, 'TCP'],
     [5432, 'TCP'],
     [443, 'TCP'],
+    [otlpPort(env), 'TCP'],
   ]);
   checkEgress(jobPodLabels, 'migration', [
     [53, 'UDP'],
@@ -666,6 +706,7 @@ describe('container image and Kubernetes manifests', () => {
         'NetworkPolicy',
         'NetworkPolicy',
         'PodDisruptionBudget',
+        'PodMonitor',
         'Secret',
         'Service',
       ]);
@@ -806,6 +847,16 @@ describe('container image and Kubernetes manifests', () => {
         /server egress must allow 5432\/TCP/,
       ],
       [
+        'no egress to the OTLP collector',
+        (o) => find(o, 'NetworkPolicy', 'io-bridge').spec.egress.splice(3, 1),
+        /server egress must allow 4318\/TCP/,
+      ],
+      [
+        'an OTLP collector on a port the policy blocks',
+        (o) => (settings(o).OTEL_EXPORTER_OTLP_ENDPOINT = 'http://otel-collector.monitoring:4317'),
+        /server egress must allow 4317\/TCP/,
+      ],
+      [
         'ingress from everyone',
         (o) => delete find(o, 'NetworkPolicy', 'io-bridge').spec.ingress[0].from,
         /must name its peers/,
@@ -864,6 +915,14 @@ describe('container image and Kubernetes manifests', () => {
       ],
       ['a namespace', (o) => (find(o, 'Service').metadata.namespace = 'prod'), /namespace-agnostic/],
     ];
+    it('admits traces to a collector on another port once the policy names it', () => {
+      const objs = baseObjects();
+      settings(objs).OTEL_EXPORTER_OTLP_ENDPOINT = 'http://otel-collector.monitoring:4317';
+      find(objs, 'NetworkPolicy', 'io-bridge').spec.egress[3].ports[0].port = 4317;
+      expect(consistencyProblems(objs)).toEqual([]);
+      expect(loadConfig(settings(objs)).tracing.url).toBe('http://otel-collector.monitoring:4317/v1/traces');
+    });
+
     it.each(broken)('rejects a copy with %s', (_name, breakIt, expected) => {
       const objs = baseObjects();
       breakIt(objs);
@@ -910,6 +969,29 @@ describe('container image and Kubernetes manifests', () => {
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
+    });
+  });
+
+  describe('example PodMonitor', () => {
+    const monitor = manifests.find((m) => m.object.kind === 'PodMonitor')!;
+
+    it('is outside the base and scrapes /metrics on the named port of the server pods only', () => {
+      expect(dirname(monitor.file)).toBe(join(K8S, 'examples'));
+      const objs = baseObjects();
+      expect(podMonitorProblems(monitor.object, find(objs, 'Deployment'), find(objs, 'Job'))).toEqual([]);
+    });
+
+    it('notices another port, another path and a selector that takes the migration pods too', () => {
+      const bad = structuredClone(monitor.object);
+      bad.spec.podMetricsEndpoints[0].port = 'metrics';
+      bad.spec.podMetricsEndpoints[0].path = '/prometheus';
+      delete bad.spec.selector.matchLabels['app.kubernetes.io/component'];
+      const objs = baseObjects();
+      expect(podMonitorProblems(bad, find(objs, 'Deployment'), find(objs, 'Job'))).toEqual([
+        'PodMonitor: selector also matches the migration pods',
+        'PodMonitor: port metrics is not a named container port',
+        'PodMonitor: path /prometheus is not /metrics',
+      ]);
     });
   });
 

@@ -66,7 +66,9 @@ describe('health, readiness and metrics', () => {
       value(before, 'io_bridge_time_to_first_event_seconds_count') + 2,
     );
     expect(value(after, 'io_bridge_active_runs')).toBe(0);
-    expect(after).toMatch(/^io_bridge_db_pool_connections\{state="total"\} \d+$/m);
+    expect(after).toMatch(/^io_bridge_db_pool_connections\{state="active"\} \d+$/m);
+    expect(after).toMatch(/^io_bridge_db_pool_connections\{state="idle"\} \d+$/m);
+    expect(after).not.toMatch(/state="total"/);
     expect(after).toMatch(
       /^http_request_duration_seconds_count\{method="GET",route="\/metrics",status="200"\} \d+$/m,
     );
@@ -245,6 +247,6 @@ describe('request and start-up logs (the built service at LOG_LEVEL=log)', () =>
       res: { statusCode: 200 },
     });
     expect(lines.filter((l) => String(l.msg).startsWith('Mapped {'))).toEqual([]);
-    expect(lines.some((l) => String(l.msg).includes('io-bridge listening'))).toBe(true);
+    expect(lines.some((l) => /^io-bridge \S+ listening on /.test(String(l.msg)))).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { buildInfo } from '../common/build-info';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -444,7 +445,7 @@ const DERIVED = {
     e.OTEL_SDK_DISABLED
       ? undefined
       : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
-  'tracing.serviceVersion': (): string => SERVICE_VERSION,
+  'tracing.serviceVersion': (): string => buildInfo().version,
   'playground.enabled': (e: Env): boolean => e.PLAYGROUND_ENABLED ?? e.NODE_ENV !== 'production',
   /** Environment overrides `AGENT_<ID>_MODEL` / `AGENT_<ID>_INSTRUCTIONS`, by agent id. */
   agentEnv: (_e: Env, raw: Record<string, string>): Record<string, string | undefined> =>
@@ -536,9 +537,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   for (const [path, derive] of Object.entries(DERIVED)) place(config, path, derive(e, cleaned));
   return config as AppConfig;
 }
-
-/** The service's version, as traces report it. */
-const SERVICE_VERSION = '0.1.0';
 
 /** Where spans go, with OpenTelemetry's semantics: the signal endpoint as is, or the base one plus /v1/traces. */
 function tracesUrl(traces?: string, base?: string): string | undefined {

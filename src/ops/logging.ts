@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RequestMethod, type LoggerService, type LogLevel } from '@nestjs/common';
 import type { Params } from 'nestjs-pino';
+import { logTraceIds } from './tracing';
 
 const PINO_LEVEL: Record<LogLevel, string> = {
   fatal: 'fatal',
@@ -18,6 +19,12 @@ export function traceContext(header: unknown): { traceId: string; spanId: string
   const m = typeof header === 'string' ? TRACEPARENT.exec(header.trim().toLowerCase()) : null;
   if (!m || /^0+$/.test(m[1]) || /^0+$/.test(m[2])) return undefined;
   return { traceId: m[1], spanId: m[2] };
+}
+
+/** The caller's W3C trace context as log fields: its trace id, and its span as this request's parent. */
+function callerTrace(header: unknown): { traceId: string; parentSpanId: string } | undefined {
+  const caller = traceContext(header);
+  return caller && { traceId: caller.traceId, parentSpanId: caller.spanId };
 }
 
 /** Probes and scrapes: every few seconds from every kubelet and Prometheus, never worth a line. */
@@ -40,7 +47,7 @@ export const isInvented = (err: Error, res: ServerResponse) =>
  * no headers (tokens), no bodies (messages). Probes, /metrics and /docs (outside the prefix) are not logged; 4xx is one warn line, 5xx an
  * error line (the real error and its stack are logged once, by DomainErrorFilter).
  */
-export function loggingParams(level: LogLevel, pretty = prettyByDefault()): Params {
+export function loggingParams(level: LogLevel, tracing = false, pretty = prettyByDefault()): Params {
   return {
     // Mounted once, on the API (the prefix): nestjs-pino's default mounted it a second time on the routes outside it.
     forRoutes: [{ path: '{/*splat}', method: RequestMethod.ALL }],
@@ -49,9 +56,13 @@ export function loggingParams(level: LogLevel, pretty = prettyByDefault()): Para
       level: PINO_LEVEL[level],
       ...(pretty ? { stream: prettyStream() } : {}),
       // Fastify assigns the id (X-Request-Id or a new one): pino-http takes it from the request.
-      // Without a trace context, none: pino-http would otherwise make each request's logger a child for nothing
-      // (held as long as the request, an SSE stream's whole run).
-      customProps: (req: IncomingMessage) => traceContext(req.headers.traceparent) as object,
+      // Tracing on: every line names this server's span (the request's, or the run's or tool's inside it).
+      ...(tracing ? { mixin: (line: { res?: unknown }) => logTraceIds(line.res) ?? {} } : {}),
+      // Tracing off: the caller's trace, if it sent one, and its span as the parent. Without one, no
+      // props: pino-http would otherwise make each request's logger a child for nothing (held as long as
+      // the request, an SSE stream's whole run).
+      customProps: (req: IncomingMessage) =>
+        (tracing ? undefined : callerTrace(req.headers.traceparent)) as object,
       serializers: {
         req: (req: { id: unknown; method: string; url: string; originalUrl?: string }) => ({
           id: req.id,

@@ -2,6 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
+import { buildInfo } from '../common/build-info';
 
 type PgPool = { totalCount: number; idleCount: number; waitingCount: number };
 
@@ -80,18 +81,34 @@ export class Metrics implements OnModuleInit {
   onModuleInit(): void {
     collectDefaultMetrics({ register: this.registry });
     const pool = () => (this.dataSource.driver as unknown as { master?: PgPool }).master;
+    // The pool's connections by state, which add up: sum() is the pool's size (no "total" beside them).
     new Gauge({
       name: 'io_bridge_db_pool_connections',
-      help: 'Database pool connections by state',
+      help: 'Database pool connections by state: active (lent to a query) or idle',
       labelNames: ['state'] as const,
       registers: [this.registry],
       collect() {
         const p = pool();
         if (!p) return;
-        this.set({ state: 'total' }, p.totalCount);
+        this.set({ state: 'active' }, p.totalCount - p.idleCount);
         this.set({ state: 'idle' }, p.idleCount);
-        this.set({ state: 'waiting' }, p.waitingCount);
       },
     });
+    new Gauge({
+      name: 'io_bridge_db_pool_waiting_requests',
+      help: 'Queries waiting for a free database pool connection',
+      registers: [this.registry],
+      collect() {
+        const p = pool();
+        if (p) this.set(p.waitingCount);
+      },
+    });
+    const build = buildInfo();
+    new Gauge({
+      name: 'io_bridge_build_info',
+      help: 'Always 1: the version, the commit built ("unknown" when not known) and the Node.js version running',
+      labelNames: ['version', 'commit', 'node_version'] as const,
+      registers: [this.registry],
+    }).set({ version: build.version, commit: build.commit, node_version: build.node }, 1);
   }
 }

@@ -18,6 +18,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppConfig } from '../config/config';
 
@@ -99,14 +100,35 @@ export function withTraceHeaders(
   return carrier;
 }
 
+/** Probes, scrapes and the pages' documents and assets: frequent, and not worth a trace. */
+const UNTRACED = /^\/(health(\/|$)|metrics$|docs(-json|\/|$)|playground(\/|$))/;
+
+/** Whether a request to `url` (path and query) makes no span. */
+export const untraced = (url: string): boolean => UNTRACED.test(url.split('?')[0]);
+
+/** The SERVER span of each response being written: every log line of the request names it. */
+const serverSpans = new WeakMap<ServerResponse, Span>();
+
 /**
- * A SERVER span for each HTTP request, continuing the caller's W3C trace context (`traceparent`,
+ * The trace and span ids a log line carries: the SERVER span of `res` (a request's completion line),
+ * otherwise the span current where the line is logged; undefined outside any span.
+ */
+export function logTraceIds(res?: unknown): { traceId: string; spanId: string } | undefined {
+  const span = (res ? serverSpans.get(res as ServerResponse) : undefined) ?? trace.getActiveSpan();
+  if (!span) return undefined;
+  const { traceId, spanId } = span.spanContext();
+  return { traceId, spanId };
+}
+
+/**
+ * A SERVER span for each HTTP request but the UNTRACED ones, continuing the caller's W3C trace context (`traceparent`,
  * `tracestate`). It is current from the handler on (after the body is parsed, whose stream events
  * would lose it), and ends when the connection's response closes, an SSE stream included.
  */
 export function traceRequests(fastify: FastifyInstance): void {
   const spans = new WeakMap<FastifyRequest, { span: Span; parent: Context }>();
   fastify.addHook('onRequest', (request, reply, done) => {
+    if (untraced(request.url)) return done();
     const parent = w3c.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
     const span = startSpan(
       request.method,
@@ -116,6 +138,7 @@ export function traceRequests(fastify: FastifyInstance): void {
     );
     if (!span) return done();
     spans.set(request, { span, parent });
+    serverSpans.set(reply.raw, span);
     reply.raw.once('close', () => {
       const route = request.routeOptions.url;
       const status = reply.raw.statusCode;
@@ -128,7 +151,8 @@ export function traceRequests(fastify: FastifyInstance): void {
       if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     });
-    done();
+    // Current for the hooks and middleware that follow (the request logger), until the body is read.
+    context.with(trace.setSpan(parent, span), done);
   });
   fastify.addHook('preHandler', (request, _reply, done) => {
     const traced = spans.get(request);
