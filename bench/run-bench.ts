@@ -12,6 +12,14 @@ import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { WarmConnections } from './lean-client';
 import { benchResume, formatResume, withReplica } from './resume-bench';
 import { startBareEngine } from './bare-engine';
+import { benchDbCost, dbCostRatio, formatDbCost } from './db-cost';
+import {
+  benchRealistic,
+  formatRealistic,
+  layerSwitch,
+  realisticRatios,
+  startPlainAgUi,
+} from './realistic-bench';
 import { engineFirstDeltaRound, engineMemory, engineRun } from './engine-bench';
 import type { EngineAgent, EngineMemory } from './engine-bench';
 import { differenceAtMost, formatRatios, ratioAtLeast, ratioAtMost } from './ratios';
@@ -31,6 +39,8 @@ import { loadConfig } from '../src/config/config';
 import { resolveDatabase } from '../src/database/resolve-database';
 import { SSE_HEADERS } from '../src/runs/sse-writer';
 import { ConversationStore } from '../src/runs/conversation.store';
+import { StartsFirst } from '../src/runs/starts-first';
+import { AdmissionsFirst } from '../src/database/admissions-first';
 import { toStored } from '../src/threads/message-format';
 import type { AppConfig } from '../src/config/config';
 
@@ -801,7 +811,7 @@ async function main(): Promise<void> {
 
   const progress = (what: string) => process.stderr.write(`... ${what}\n`);
   const only = new Set(
-    (process.env.BENCH_ONLY ?? 'throughput,latency,memory,threads,tools,resume').split(','),
+    (process.env.BENCH_ONLY ?? 'throughput,latency,realistic,db-cost,memory,threads,tools,resume').split(','),
   );
   try {
     progress('warming up');
@@ -869,6 +879,50 @@ async function main(): Promise<void> {
       }
     }
 
+    let realistic: string | undefined;
+    let realisticRows: RatioRow[] = [];
+    if (only.has('realistic')) {
+      const plain = await startPlainAgUi(agent);
+      const shipped = 'service (as shipped: both layers on)';
+      const plainName = 'plain @ag-ui/mastra (node:http)';
+      try {
+        const figures = await benchRealistic(
+          [
+            { name: shipped, url: runUrl },
+            {
+              name: 'service, StartsFirst off',
+              url: runUrl,
+              layers: { startsFirst: false, admissionsFirst: true },
+            },
+            {
+              name: 'service, AdmissionsFirst off',
+              url: runUrl,
+              layers: { startsFirst: true, admissionsFirst: false },
+            },
+            {
+              name: 'service, both off',
+              url: runUrl,
+              layers: { startsFirst: false, admissionsFirst: false },
+            },
+            { name: plainName, url: plain.url },
+          ],
+          layerSwitch(app.get(StartsFirst), app.get(AdmissionsFirst)),
+          progress,
+        );
+        realistic = formatRealistic(figures);
+        realisticRows = realisticRatios(figures, shipped, plainName);
+      } finally {
+        await plain.close();
+      }
+    }
+
+    let dbCost: string | undefined;
+    if (only.has('db-cost')) {
+      const phases = await benchDbCost(env, progress);
+      dbCost = formatDbCost(phases);
+      realisticRows = [...realisticRows, ...dbCostRatio(phases)];
+    }
+
     /** `fn` with the base URLs of this instance and of a second one on the same database (another replica). */
     const twoInstances = async <T>(fn: (baseA: string, baseB: string) => Promise<T>): Promise<T> => {
       const second = await createApp(config);
@@ -907,6 +961,8 @@ async function main(): Promise<void> {
     console.log(`io-bridge bench, node ${process.version}`);
     if (subjects) printThroughput(subjects);
     if (latency) printLatency(latency);
+    if (realistic) console.log(`\n${realistic}`);
+    if (dbCost) console.log(`\n${dbCost}`);
     if (mem) printMemory(mem, engineMem);
     if (tools) console.log(`\n${tools}`);
     if (resume) console.log(`\n${resume}`);
@@ -916,6 +972,7 @@ async function main(): Promise<void> {
       console.log(
         `\n${formatRatios('Issue 14 ratios (service against the engine alone, this run)', ratios)}`,
       );
+    if (realisticRows.length) console.log(`\n${formatRatios('Issue 21 ratios (this run)', realisticRows)}`);
   } finally {
     await ceiling.close();
     await bareEngine.close();

@@ -292,6 +292,13 @@ describe('planScript', () => {
       expect(deltasOf(plan(user(text)).parts, 'text-delta')).toEqual(['x ']);
     });
 
+    it('"/bench <n> <first-ms> <gap-ms>" is paced like a remote model; bad timings are clamped or ignored', () => {
+      expect(plan(user('/bench 5 300 20'))).toMatchObject({ delayMs: 20, firstDelayMs: 300 });
+      expect(plan(user('/bench 5 300'))).toMatchObject({ delayMs: 0, firstDelayMs: 300 });
+      expect(plan(user('/bench 5 999999 -1'))).toMatchObject({ delayMs: 0, firstDelayMs: 60_000 });
+      expect(plan(user('/bench 5 soon')).firstDelayMs).toBeUndefined();
+    });
+
     // Regression: `new Array(n)` with a fractional n throws RangeError: Invalid array length.
     it('a fractional count is rounded down instead of crashing the model', () => {
       expect(deltasOf(plan(user('/bench 2.5')).parts, 'text-delta')).toEqual(['x ', 'x ']);
@@ -403,6 +410,33 @@ describe('ScriptedModel', () => {
     expect(textOf(parts)).toBe('You said: a b');
     // Four deltas, each after a 30 ms wait; timers may fire a little early, hence the margin.
     expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+  });
+
+  it('"/bench 3 300 20" waits 300 ms for its first delta, then 20 ms before each next one', async () => {
+    jest.useFakeTimers();
+    try {
+      const { stream } = await new ScriptedModel().doStream(options('/bench 3 300 20'));
+      const reader = stream.getReader();
+      await reader.read(); // stream-start
+      await reader.read(); // text-start
+      let deltas = 0;
+      const counting = (async () => {
+        while (!(await reader.read()).done) deltas++;
+      })();
+      await jest.advanceTimersByTimeAsync(299);
+      expect(deltas).toBe(0);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(deltas).toBe(1);
+      await jest.advanceTimersByTimeAsync(19);
+      expect(deltas).toBe(1);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(deltas).toBe(2);
+      await jest.advanceTimersByTimeAsync(20);
+      await counting;
+      expect(deltas).toBe(3 + 2); // text-end and finish follow the last delta at once
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('an abort stops a slow stream with the abort reason', async () => {

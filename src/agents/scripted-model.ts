@@ -21,7 +21,7 @@ type Part = LanguageModelV3StreamPart;
  * timer), as a network does: what the run does at the end of an iteration (flushing the deltas that
  * arrived in it) happens between two deltas.
  */
-type Script = { parts: Part[]; delayMs: number | 'tick' };
+type Script = { parts: Part[]; delayMs: number | 'tick'; firstDelayMs?: number };
 
 const USAGE: LanguageModelV3Usage = {
   inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
@@ -261,7 +261,13 @@ function unlimitedScript(
     case '/bench': {
       // One past the ceiling at most: the limit then cuts it with 'length', and no larger array is built.
       const n = Math.max(1, Math.min(Math.floor(Number(rest[0])) || 1, MAX_DELTAS + 1));
-      return { parts: [...textParts('t', new Array<string>(n).fill('x ')), finish('stop')], delayMs: 0 };
+      const parts = [...textParts('t', new Array<string>(n).fill('x ')), finish('stop')];
+      // `/bench <n> <first-ms> <gap-ms>`: paced like a remote model (time to first token, then between tokens).
+      const [first, gap] = [Number(rest[1]), Number(rest[2])].map((ms) =>
+        Number.isFinite(ms) && ms >= 0 ? Math.min(ms, 60_000) : undefined,
+      );
+      if (first === undefined) return { parts, delayMs: 0 };
+      return { parts, delayMs: gap ?? 0, firstDelayMs: first };
     }
     default: {
       const files = lastUserFiles(prompt);
@@ -274,7 +280,8 @@ function unlimitedScript(
 function toStream(script: Script, signal: AbortSignal | undefined): ReadableStream<Part> {
   const parts: Part[] = [{ type: 'stream-start', warnings: [] }, ...script.parts];
   let i = 0;
-  if (script.delayMs === 0) {
+  let shown = false;
+  if (script.delayMs === 0 && script.firstDelayMs === undefined) {
     return new ReadableStream<Part>({
       // A batch per turn, then a yield: a long answer (/bench) never holds the event loop for long.
       async pull(controller) {
@@ -288,8 +295,10 @@ function toStream(script: Script, signal: AbortSignal | undefined): ReadableStre
   return new ReadableStream<Part>({
     async pull(controller) {
       if (i > 0 && parts[i]?.type === 'text-delta') {
-        if (script.delayMs === 'tick') await new Promise((resolve) => setTimeout(resolve, 0));
-        else await abortableDelay(script.delayMs, signal);
+        const ms = !shown && script.firstDelayMs !== undefined ? script.firstDelayMs : script.delayMs;
+        shown = true;
+        if (ms === 'tick') await new Promise((resolve) => setTimeout(resolve, 0));
+        else await abortableDelay(ms, signal);
       }
       if (signal?.aborted) return controller.error(signal.reason);
       if (i >= parts.length) return controller.close();

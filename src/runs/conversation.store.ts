@@ -7,7 +7,7 @@ import { isUniqueViolation } from '../database/database-errors';
 import { queryPrepared } from '../database/prepared';
 import { StoredMessage } from '../threads/message-format';
 import { ThreadsRepository } from '../threads/threads.repository';
-import { ACTIVE } from './run.entity';
+import { ACTIVE, unindexed } from './run.entity';
 import { RunEnd, RunsRepository } from './runs.repository';
 
 export type ClaimRun = {
@@ -189,7 +189,7 @@ export class ConversationStore {
        ended AS (
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
                 checkpoint = NULL
-          WHERE id = $1 AND resource_id = $2 AND ${ACTIVE} AND (SELECT count(*) FROM locked) >= 0
+          WHERE id = $1 AND ${unindexed(`resource_id = $2 AND ${ACTIVE}`)} AND (SELECT count(*) FROM locked) >= 0
           RETURNING id, stateless),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'),

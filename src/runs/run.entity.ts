@@ -7,6 +7,12 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
 export const ACTIVE_STATUSES: readonly RunStatus[] = ['running', 'waiting_for_tool'];
 /** The same as an SQL condition on `runs.status`. */
 export const ACTIVE = `status IN (${ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
+/**
+ * Conditions no index can serve (a boolean test matches no index or partial-index predicate): a
+ * per-run statement keeps finding its row by primary key whatever plan Postgres picks, where a
+ * generic plan chose the partial index of active runs, which holds every run ended since the last vacuum.
+ */
+export const unindexed = (conditions: string) => `(${conditions}) IS TRUE`;
 export const isActiveStatus = (status: string): boolean =>
   (ACTIVE_STATUSES as readonly string[]).includes(status);
 

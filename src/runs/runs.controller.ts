@@ -1,3 +1,4 @@
+import { FairShares } from '../common/fair-shares';
 import {
   Body,
   Controller,
@@ -62,6 +63,7 @@ export class RunsController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
     private readonly pino: PinoLogger,
+    private readonly shares: FairShares,
   ) {}
 
   /** Starts a run and streams its AG-UI events (one request, one run, one terminal event). */
@@ -88,6 +90,8 @@ export class RunsController {
     THREAD_BUSY: 'the thread has an active run',
     PAYLOAD_TOO_LARGE: 'the body is larger than MAX_BODY_BYTES',
     RATE_LIMITED: 'too many runs for this owner; retry after Retry-After seconds',
+    TOO_MANY_ACTIVE_RUNS:
+      'the owner (or, with AUTH_MODE=none, the address) has MAX_ACTIVE_RUNS_PER_OWNER live runs',
     SHUTTING_DOWN: 'this instance is draining; retry',
   })
   async run(
@@ -100,7 +104,12 @@ export class RunsController {
     const clientGone = whileClaiming(reply.raw);
     // Every log line of this run, in this request's context, names it.
     this.pino.assign({ runId: input.runId, threadId: input.threadId, resourceId: principal.resourceId });
-    const run = await this.runs.start(input, principal, clientGone.signal);
+    const run = await this.runs.start(
+      input,
+      principal,
+      clientGone.signal,
+      reply.request.socket.remoteAddress,
+    );
     // From here the stream hears the client (SseWriter).
     clientGone.stop();
     // The run keeps its validated input; the parsed body Fastify holds for the request's length (the
@@ -166,6 +175,8 @@ export class RunsController {
     NOT_FOUND: "unknown run, or another owner's",
     RUN_EVENTS_EXPIRED:
       'the run ended longer than RUN_EVENTS_RETENTION_MS ago: its events are no longer kept',
+    TOO_MANY_READERS:
+      'MAX_READERS_PER_OWNER streams of this owner, or MAX_READERS_PER_RUN of this run, are open',
   })
   async events(
     @Param('runId') runId: string,
@@ -181,9 +192,17 @@ export class RunsController {
           ? sequenceNumber(afterParam, 'after')
           : 0;
     this.pino.assign({ runId, resourceId: principal.resourceId });
-    const join = await this.streams.join(runId, principal, after);
-    if (join) join(new SseWriter(reply, this.writerOptions(), after));
-    else await reply.status(204).send();
+    // Taken before any database work, released when the stream closes (or when nothing is streamed).
+    const share = this.shares.takeReader(principal.resourceId, runId, reply.request.socket.remoteAddress);
+    reply.raw.once('close', share);
+    try {
+      const join = await this.streams.join(runId, principal, after);
+      if (join) join(new SseWriter(reply, this.writerOptions(), after));
+      else await reply.status(204).send();
+    } catch (err) {
+      share();
+      throw err;
+    }
   }
 
   private writerOptions() {

@@ -1,3 +1,4 @@
+import { FairShares } from '../common/fair-shares';
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
 import { RepositoriesModule } from '../database/repositories.module';
@@ -28,6 +29,7 @@ import { InterruptsRepository } from './interrupts.repository';
     RunStreams,
     StartsFirst,
     InterruptsRepository,
+    FairShares,
   ],
 })
 export class RunsModule {}

@@ -5,7 +5,7 @@ import { ANY_OWNER, OwnerScope } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { isUniqueViolation } from '../database/database-errors';
 import { StoredMessage } from '../threads/message-format';
-import { ACTIVE, Run, RunStatus } from './run.entity';
+import { ACTIVE, Run, RunStatus, unindexed } from './run.entity';
 
 export type RunEnd = {
   status: Extract<RunStatus, 'finished' | 'error' | 'cancelled'>;
@@ -62,7 +62,7 @@ export class RunsRepository {
       `WITH renewed AS (
          UPDATE runs SET lease_expires_at = now() + $3 * interval '1 millisecond'
            FROM unnest($1::text[], $2::text[]) AS held(id, resource_id)
-          WHERE runs.id = held.id AND runs.resource_id = held.resource_id AND runs.${ACTIVE} RETURNING runs.id)
+          WHERE runs.id = held.id AND ${unindexed(`runs.resource_id = held.resource_id AND runs.${ACTIVE}`)} RETURNING runs.id)
        SELECT id FROM renewed`,
       [held.map((r) => r.id), held.map((r) => r.resourceId), leaseMs],
     );
@@ -81,7 +81,7 @@ export class RunsRepository {
       `WITH saved AS (
          UPDATE runs SET checkpoint = c.messages, lease_expires_at = now() + $2 * interval '1 millisecond'
            FROM jsonb_to_recordset($1::jsonb) AS c(id text, "resourceId" text, messages jsonb)
-          WHERE runs.id = c.id AND runs.resource_id = c."resourceId" AND runs.${ACTIVE} RETURNING runs.id)
+          WHERE runs.id = c.id AND ${unindexed(`runs.resource_id = c."resourceId" AND runs.${ACTIVE}`)} RETURNING runs.id)
        SELECT id FROM saved`,
       [JSON.stringify(checkpoints), leaseMs],
     );

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { concat, defer, from, mergeMap, Observable, Observer, Subscribable, Unsubscribable } from 'rxjs';
 import { idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
+import { FairShares } from '../common/fair-shares';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DrainState } from '../ops/drain.service';
@@ -65,6 +66,7 @@ export class RunsService {
     private readonly drain: DrainState,
     private readonly metrics: Metrics,
     private readonly startsFirst: StartsFirst,
+    private readonly shares: FairShares,
     private readonly interrupts: InterruptsRepository,
   ) {
     this.deps = {
@@ -91,6 +93,7 @@ export class RunsService {
     input: RunAgentInputDto,
     principal: Principal,
     clientGone?: AbortSignal,
+    address?: string,
   ): Promise<StartedRun | undefined> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
     const { run: prepared, incoming } = this.preparer.prepare(input, principal);
@@ -98,11 +101,24 @@ export class RunsService {
     const resumed = prepared.resume
       ? await this.interrupts.check(prepared.resume, principal.resourceId, prepared.threadId)
       : [];
+    // Held until the run's end is recorded, whether a reader is there or not (a grace or a tool wait).
+    const share = this.shares.takeRun(principal.resourceId, address);
     // Starting from here until its first content: runs past theirs yield to it (StartsFirst).
     const pace = (prepared.pace = this.startsFirst.begin());
     try {
-      return await this.claimAndStart(input, principal, prepared, incoming, resumed, clientGone);
+      const started = await this.claimAndStart(
+        input,
+        principal,
+        prepared,
+        incoming,
+        resumed,
+        share,
+        clientGone,
+      );
+      if (!started) share();
+      return started;
     } catch (err) {
+      share();
       pace.started();
       throw err;
     }
@@ -114,6 +130,7 @@ export class RunsService {
     prepared: PreparedRun,
     incoming: StoredMessage[],
     resumed: AnsweredInterrupt[],
+    share: () => void,
     clientGone?: AbortSignal,
   ): Promise<StartedRun | undefined> {
     const claimed = await this.claimWaiting({
@@ -150,7 +167,7 @@ export class RunsService {
       subscribe: (reader) => {
         execution.start();
         this.live.add(execution);
-        const reading = new RunReading(execution, reader, this.live);
+        const reading = new RunReading(execution, reader, this.live, share);
         // Not the reader's subscription: a run whose reader left still records its end.
         this.events(execution).subscribe(reading);
         return reading;
@@ -300,6 +317,7 @@ class RunReading implements Observer<AguiEvent>, Unsubscribable {
     private readonly run: RunExecution,
     private readonly reader: Partial<Observer<AguiEvent>>,
     private readonly live: LiveRuns,
+    private readonly share: () => void,
   ) {}
 
   next(event: AguiEvent): void {
@@ -310,11 +328,13 @@ class RunReading implements Observer<AguiEvent>, Unsubscribable {
   /** Never called (the pipeline never errors); passed on if it were. */
   error(err: unknown): void {
     this.live.delete(this.run);
+    this.share();
     if (!this.closed) this.reader.error?.(err);
   }
 
   complete(): void {
     this.live.delete(this.run);
+    this.share();
     if (!this.closed) this.reader.complete?.();
   }
 

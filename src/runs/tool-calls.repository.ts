@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import type { ToolResult } from '../agents/tools/run-tools';
 import { OwnerScope, ownerParam } from '../auth/principal';
 import { DomainError } from '../common/errors';
-import { isActiveStatus } from './run.entity';
+import { isActiveStatus, unindexed } from './run.entity';
 
 export type { ToolResult };
 
@@ -44,12 +44,12 @@ export class ToolCallsRepository {
     await this.db.query(
       `WITH call AS (
          INSERT INTO run_tool_calls (run_id, tool_call_id, tool_name)
-         SELECT id, $2, $3 FROM runs WHERE id = $1 AND resource_id = $4
+         SELECT id, $2, $3 FROM runs WHERE id = $1 AND ${unindexed('resource_id = $4')}
          ON CONFLICT (run_id, tool_call_id) DO UPDATE SET status = 'submitted', tool_name = EXCLUDED.tool_name
           WHERE run_tool_calls.status = 'early'
          RETURNING run_id, status)
        UPDATE runs SET status = 'waiting_for_tool', updated_at = now()
-        WHERE id = (SELECT run_id FROM call WHERE status = 'pending') AND resource_id = $4 AND status = 'running'`,
+        WHERE id = (SELECT run_id FROM call WHERE status = 'pending') AND ${unindexed(`resource_id = $4 AND status = 'running'`)}`,
       [runId, toolCallId, toolName, resourceId],
     );
   }
@@ -192,7 +192,7 @@ export class ToolCallsRepository {
   private async resumeIfIdle(runId: string, resourceId: string): Promise<void> {
     await this.db.query(
       `UPDATE runs SET status = 'running', updated_at = now()
-        WHERE id = $1 AND resource_id = $2 AND status = 'waiting_for_tool'
+        WHERE id = $1 AND ${unindexed(`resource_id = $2 AND status = 'waiting_for_tool'`)}
           AND NOT EXISTS (SELECT 1 FROM run_tool_calls WHERE run_id = runs.id AND status = 'pending')`,
       [runId, resourceId],
     );

@@ -1,0 +1,396 @@
+/**
+ * Issue 22: the attacks that once stalled or starved the service, run against the built service
+ * (`node dist/src/main.js`) in a process of its own, with their figures against the issue's targets:
+ * 1. the largest body the limits allow, sent 20 times: the event loop's maximum lag (the service's own
+ *    `monitorEventLoopDelay`, as `/metrics` reports it) and `/health/live` p99;
+ * 2. 400 parallel replays of a finished 3 MB run: no empty 200s, `/health/live` p99, other routes
+ *    served, the excess refused 429/503 before the headers;
+ * 3. 1,000 attempts to pin runs with no reader, from one address naming 1,000 owners.
+ *
+ * Run with `npm run bench:attacks` (not part of `npm test`). `DATABASE_URL` names the Postgres server
+ * to use (default the local one on 5432); a fresh database is made in it for each run.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client } from 'pg';
+import { loadConfig } from '../src/config/config';
+
+const PREFIX = '/io-bridge';
+const TARGET_LAG_MAX_MS = 50;
+const TARGET_LIVE_P99_BODY_MS = 100;
+const TARGET_LIVE_P99_REPLAY_MS = 200;
+const REPLAYS = 400;
+/** Short deltas of about 120 bytes a frame: 25,000 of them make a 3 MB event log. */
+const REPLAY_DELTAS = 25_000;
+const PIN_ATTEMPTS = 1000;
+
+type Service = { origin: string; base: string; stop: () => Promise<void> };
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+
+/** A fresh database in the server of DATABASE_URL (or the local one), dropped by the returned function. */
+async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const server = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  server.pathname = '/postgres';
+  const name = `iobridge_attacks_${randomBytes(4).toString('hex')}`;
+  const admin = new Client({ connectionString: server.toString() });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  const drop = async () => {
+    const c = new Client({ connectionString: server.toString() });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.end();
+  };
+  return { url: url.toString(), drop };
+}
+
+async function startService(databaseUrl: string, env: Record<string, string> = {}): Promise<Service> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [join(__dirname, '..', 'src', 'main.js')], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      IO_BRIDGE_PREFIX: PREFIX,
+      MODEL: 'scripted',
+      AUTH_MODE: 'none',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  for (let ready = false; !ready;) {
+    if (child.exitCode !== null) throw new Error(`the service exited (${child.exitCode})`);
+    ready = await fetch(`${origin}/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (!ready) await new Promise((r) => setTimeout(r, 100));
+  }
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  };
+  return { origin, base: `${origin}${PREFIX}`, stop };
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN;
+};
+
+/** `/health/live` asked again and again, four at a time, until `stop()`: its latencies in ms. */
+function probeLiveness(origin: string): { stop: () => Promise<number[]> } {
+  const latencies: number[] = [];
+  let running = true;
+  const loop = async () => {
+    while (running) {
+      const started = performance.now();
+      const res = await fetch(`${origin}/health/live`).catch(() => undefined);
+      await res?.arrayBuffer().catch(() => undefined);
+      latencies.push(res?.ok ? performance.now() - started : Infinity);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  const loops = Array.from({ length: 4 }, loop);
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+      return latencies;
+    },
+  };
+}
+
+/** The service's event-loop lag since the last scrape (prom-client resets its histogram each scrape), in ms. */
+async function lagMaxMs(origin: string): Promise<number> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('nodejs_eventloop_lag_max_seconds'));
+  return line ? Number(line.split(' ').at(-1)) * 1000 : NaN;
+}
+
+async function metric(origin: string, name: string): Promise<number> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(name))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
+
+/**
+ * The largest `POST /run` body the default limits allow: MAX_MESSAGES assistant messages with a tool
+ * call each, MAX_TOOLS tools and MAX_CONTEXT entries, as many JSON values as MAX_JSON_VALUES leaves,
+ * padded with long strings up to MAX_BODY_BYTES.
+ */
+function largestBody(): string {
+  const { limits } = loadConfig({});
+  const id = () => randomUUID();
+  const messages: unknown[] = [];
+  for (let i = 0; i < limits.maxMessages - 1; i++) {
+    messages.push({
+      id: `m${i}-${id()}`,
+      role: 'assistant',
+      content: 'x',
+      toolCalls: [{ id: `c${i}`, type: 'function', function: { name: 'f', arguments: '{}' } }],
+    });
+  }
+  messages.push({ id: id(), role: 'user', content: 'hi' });
+  const tools = Array.from({ length: limits.maxTools }, (_, i) => ({
+    name: `tool_${i}`,
+    description: 'd',
+    parameters: { type: 'object', properties: { a: { type: 'string' } } },
+  }));
+  const context = Array.from({ length: limits.maxContext }, (_, i) => ({ description: `c${i}`, value: 'v' }));
+  const body = {
+    threadId: id(),
+    runId: id(),
+    messages,
+    tools,
+    context,
+    forwardedProps: {} as Record<string, unknown>,
+  };
+  let values = countValues(body);
+  const keys = Math.min(limits.maxForwardedPropsKeys, Math.max(0, limits.maxJsonValues - values - 10));
+  for (let i = 0; i < keys; i++) body.forwardedProps[`k${i}`] = i;
+  values = countValues(body);
+  const room = limits.maxBodyBytes - Buffer.byteLength(JSON.stringify(body)) - 1024;
+  if (values < limits.maxJsonValues && room > 0) {
+    body.forwardedProps.pad = 'p'.repeat(Math.min(room, limits.maxStringLength));
+  }
+  return JSON.stringify(body);
+}
+
+function countValues(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 1;
+  return 1 + Object.values(value).reduce<number>((n, v) => n + countValues(v), 0);
+}
+
+async function attackLargestBody(service: Service) {
+  const template = largestBody();
+  const bodies = Array.from({ length: 20 }, () =>
+    template.replace(
+      /"threadId":"[^"]+","runId":"[^"]+"/,
+      `"threadId":"${randomUUID()}","runId":"${randomUUID()}"`,
+    ),
+  );
+  await lagMaxMs(service.origin);
+  const live = probeLiveness(service.origin);
+  const started = performance.now();
+  const statuses = await Promise.all(
+    bodies.map(async (body) => {
+      const res = await fetch(`${service.base}/run`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body,
+      });
+      await res.arrayBuffer();
+      return res.status;
+    }),
+  );
+  const elapsed = performance.now() - started;
+  const lag = await lagMaxMs(service.origin);
+  const latencies = await live.stop();
+  return {
+    bytes: Buffer.byteLength(template),
+    values: countValues(JSON.parse(template)),
+    statuses: tally(statuses),
+    elapsedMs: elapsed,
+    lagMaxMs: lag,
+    liveP99Ms: percentile(latencies, 99),
+    liveSamples: latencies.length,
+  };
+}
+
+const tally = (items: Array<string | number>) =>
+  items.reduce<Record<string, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
+
+/** One replay read to its end: what it came back as. */
+async function replay(base: string, runId: string, resource: string): Promise<string> {
+  const res = await fetch(`${base}/runs/${encodeURIComponent(runId)}/events`, {
+    headers: { accept: 'text/event-stream', 'x-resource-id': resource },
+  }).catch(() => undefined);
+  if (!res) return 'connection failed';
+  if (res.status !== 200) {
+    await res.arrayBuffer();
+    return String(res.status);
+  }
+  const text = await res.text().catch(() => '');
+  if (!text) return '200 empty';
+  const terminal = /"type":"RUN_(FINISHED|ERROR)"/.test(text.slice(-2000));
+  return terminal ? '200 complete' : '200 cut short';
+}
+
+async function attackReplays(service: Service) {
+  const resource = `replayer-${randomUUID()}`;
+  const runId = randomUUID();
+  const res = await fetch(`${service.base}/run`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-resource-id': resource },
+    body: JSON.stringify({
+      threadId: randomUUID(),
+      runId,
+      messages: [{ id: randomUUID(), role: 'user', content: `/bench ${REPLAY_DELTAS}` }],
+    }),
+  });
+  const size = (await res.arrayBuffer()).byteLength;
+  const live = probeLiveness(service.origin);
+  let otherOk = 0;
+  let otherFailed = 0;
+  let othersRunning = true;
+  const others = (async () => {
+    while (othersRunning) {
+      const r = await fetch(`${service.base}/agents`).catch(() => undefined);
+      await r?.arrayBuffer().catch(() => undefined);
+      if (r?.ok) otherOk++;
+      else otherFailed++;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  const started = performance.now();
+  const outcomes = await Promise.all(
+    Array.from({ length: REPLAYS }, () => replay(service.base, runId, resource)),
+  );
+  const elapsed = performance.now() - started;
+  othersRunning = false;
+  await others;
+  const latencies = await live.stop();
+  return {
+    runBytes: size,
+    outcomes: tally(outcomes),
+    elapsedMs: elapsed,
+    liveP99Ms: percentile(latencies, 99),
+    otherRoutes: { ok: otherOk, failed: otherFailed },
+  };
+}
+
+/** 1,000 runs started from one address, each naming its own owner, each left at once with a long grace. */
+async function attackPins(service: Service) {
+  const statuses: Array<string | number> = [];
+  for (let batch = 0; batch < PIN_ATTEMPTS; batch += 50) {
+    const results = await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        const controller = new AbortController();
+        const res = await fetch(`${service.base}/run`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+          body: JSON.stringify({
+            threadId: randomUUID(),
+            runId: randomUUID(),
+            messages: [{ id: randomUUID(), role: 'user', content: '/slow 60000 a b c' }],
+            forwardedProps: { resourceId: `pinner-${randomUUID()}`, disconnectGraceMs: 600_000 },
+          }),
+          signal: controller.signal,
+        }).catch(() => undefined);
+        const status = res?.status ?? 'failed';
+        if (res && res.status !== 200) await res.arrayBuffer();
+        controller.abort();
+        return status;
+      }),
+    );
+    statuses.push(...results);
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  const live = await metric(service.origin, 'io_bridge_active_runs');
+  return { attempts: PIN_ATTEMPTS, statuses: tally(statuses), liveRuns: live };
+}
+
+const row = (name: string, value: string, target: string, ok: boolean) =>
+  `| ${name} | ${value} | ${target} | ${ok ? 'yes' : '**no**'} |`;
+
+async function main(): Promise<void> {
+  const only = process.env.BENCH_ONLY?.split(',');
+  const wanted = (name: string) => !only || only.includes(name);
+  const { url, drop } = await freshDatabase();
+  const service = await startService(url);
+  const rows: string[] = [];
+  try {
+    if (wanted('body')) {
+      const body = await attackLargestBody(service);
+      console.log('largest body ×20', JSON.stringify(body));
+      rows.push(
+        row(
+          `largest body ×20 (${(body.bytes / 1e6).toFixed(2)} MB, ${body.values} values): event-loop max lag`,
+          `${body.lagMaxMs.toFixed(1)} ms`,
+          `≤ ${TARGET_LAG_MAX_MS} ms`,
+          body.lagMaxMs <= TARGET_LAG_MAX_MS,
+        ),
+        row(
+          'largest body ×20: /health/live p99',
+          `${body.liveP99Ms.toFixed(1)} ms (${body.liveSamples} probes)`,
+          `≤ ${TARGET_LIVE_P99_BODY_MS} ms`,
+          body.liveP99Ms <= TARGET_LIVE_P99_BODY_MS,
+        ),
+      );
+    }
+    if (wanted('replays')) {
+      const replays = await attackReplays(service);
+      console.log('400 replays', JSON.stringify(replays));
+      const empty = (replays.outcomes['200 empty'] ?? 0) + (replays.outcomes['200 cut short'] ?? 0);
+      const refused = (replays.outcomes['429'] ?? 0) + (replays.outcomes['503'] ?? 0);
+      const complete = replays.outcomes['200 complete'] ?? 0;
+      rows.push(
+        row(
+          `${REPLAYS} replays of a ${(replays.runBytes / 1e6).toFixed(1)} MB run: empty or cut-short 200s`,
+          `${empty} (${complete} complete, ${refused} refused 429/503)`,
+          '0, the rest refused before headers',
+          empty === 0 && complete + refused === REPLAYS,
+        ),
+        row(
+          `${REPLAYS} replays: /health/live p99`,
+          `${replays.liveP99Ms.toFixed(1)} ms`,
+          `≤ ${TARGET_LIVE_P99_REPLAY_MS} ms`,
+          replays.liveP99Ms <= TARGET_LIVE_P99_REPLAY_MS,
+        ),
+        row(
+          `${REPLAYS} replays: GET /agents meanwhile`,
+          `${replays.otherRoutes.ok} served, ${replays.otherRoutes.failed} failed`,
+          'all served',
+          replays.otherRoutes.failed === 0 && replays.otherRoutes.ok > 0,
+        ),
+      );
+    }
+    if (wanted('pins')) {
+      const pins = await attackPins(service);
+      console.log('1,000 pins', JSON.stringify(pins));
+      const cap = loadConfig({}).fairShare.activeRunsPerOwner;
+      rows.push(
+        row(
+          `${PIN_ATTEMPTS} pin attempts from one address (AUTH_MODE=none, 1,000 owners): live runs`,
+          `${pins.liveRuns} (${JSON.stringify(pins.statuses)})`,
+          `≤ ${cap} (MAX_ACTIVE_RUNS_PER_OWNER)`,
+          pins.liveRuns <= cap,
+        ),
+      );
+    }
+  } finally {
+    await service.stop();
+    await drop().catch(() => undefined);
+  }
+  console.log('\n| Attack | Figure | Target | Met |\n|---|---|---|---|');
+  for (const line of rows) console.log(line);
+}
+
+void main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

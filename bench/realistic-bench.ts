@@ -1,0 +1,421 @@
+/**
+ * Issue 21: does the service's scheduling pay with a realistic model? The scripted model is paced
+ * like a remote one (`/bench <n> <first-ms> <gap-ms>`: 200 to 500 ms to the first token, drawn per
+ * run, then 20 ms between tokens). N clients (100, then 500) each run one run after another over a
+ * warm keep-alive connection for a fixed time (a closed loop: N runs in flight at every moment).
+ * Subjects: the service with each scheduling layer on and off, and a plain `@ag-ui/mastra` server
+ * (node:http + `MastraAgent` + `EventEncoder`) around the same Mastra agent and model.
+ *
+ * Figures: time to first content (the first TEXT_MESSAGE_CONTENT, or TEXT_MESSAGE_CHUNK for the
+ * plain server, from the request's write) p50/p99 over every run sent in the window, and throughput:
+ * with N runs offered at every moment, the runs sent within the window that completed, over the time
+ * until the last of them ended (completed runs per second under a fixed offered load).
+ */
+import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { connect } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { RunAgentInput } from '@ag-ui/core';
+import { EventEncoder } from '@ag-ui/encoder';
+import { MastraAgent } from '@ag-ui/mastra';
+import type { Agent } from '@mastra/core/agent';
+import type { AdmissionsFirst } from '../src/database/admissions-first';
+import type { Pace, StartsFirst } from '../src/runs/starts-first';
+import { ratioAtLeast, ratioAtMost } from './ratios';
+import type { RatioRow } from './ratios';
+
+/** The realistic model: deltas per answer, ms to the first token (uniform in [min, max]), ms between tokens. */
+export const REALISTIC = { deltas: 50, firstMinMs: 200, firstMaxMs: 500, gapMs: 20 };
+const CONCURRENCY = [100, 500];
+const WINDOW_MS = 6000;
+const ROUNDS = 2;
+/** A run that has not ended this long after its request counts as failed (its connection is dropped). */
+const RUN_TIMEOUT_MS = 60_000;
+/** Issue 21: the service's p99 time to first content at most the plain server's, its throughput at least 1.5×. */
+const TARGET_P99_RATIO = 1.0;
+const TARGET_THROUGHPUT_RATIO = 1.5;
+
+// ---------------------------------------------------------------------------------------------------
+// The plain @ag-ui/mastra server
+
+/**
+ * What a team gets by following the AG-UI docs with Mastra: a node:http route that runs the
+ * request's RunAgentInput through `MastraAgent` (a fresh one per request, as `getLocalAgents` does)
+ * and writes each event with `EventEncoder`. No database, auth or limits.
+ */
+export async function startPlainAgUi(agent: Agent): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const input = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RunAgentInput & {
+        forwardedProps?: { resourceId?: string };
+      };
+      const encoder = new EventEncoder({ accept: req.headers.accept });
+      res.writeHead(200, { 'content-type': encoder.getContentType(), 'cache-control': 'no-cache' });
+      const run = new MastraAgent({
+        agentId: 'assistant',
+        agent,
+        resourceId: input.forwardedProps?.resourceId,
+      });
+      run.run(input).subscribe({
+        next: (event) => res.write(encoder.encode(event)),
+        error: (err: unknown) =>
+          res.end(encoder.encode({ type: 'RUN_ERROR', message: String(err) } as never)),
+        complete: () => res.end(),
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/run`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The scheduling layers, on and off
+
+export type Layers = { startsFirst: boolean; admissionsFirst: boolean };
+
+/** A run's pace that never waits: the run's model stream gets no paced layer (`crowded()` is false). */
+const UNPACED: Pace = { started: () => undefined, turn: () => undefined, crowded: () => false };
+
+/**
+ * Switches the two layers of the live service: off replaces the instance's method with one that
+ * never holds anything back (StartsFirst: no run is paced; AdmissionsFirst: nothing waits for
+ * claims), on removes the replacement.
+ */
+export function layerSwitch(starts: StartsFirst, admissions: AdmissionsFirst): (layers: Layers) => void {
+  const own = (o: object) => o as Record<string, unknown>;
+  return ({ startsFirst, admissionsFirst }) => {
+    if (startsFirst) delete own(starts).begin;
+    else own(starts).begin = () => UNPACED;
+    if (admissionsFirst) delete own(admissions).turn;
+    else own(admissions).turn = () => undefined;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The client (a child process): N warm connections in a closed loop
+
+type RunSample = { sent: number; firstContent: number; done: number; ok: boolean; why?: string };
+
+const CONTENT = ['"type":"TEXT_MESSAGE_CONTENT"', '"type":"TEXT_MESSAGE_CHUNK"'];
+const FINISHED = '"type":"RUN_FINISHED"';
+const BODY_END = '\r\n0\r\n\r\n';
+/** Enough of the previous chunk to find a marker that spans two chunks. */
+const OVERLAP = 40;
+
+/** A small seeded generator (mulberry32): every subject sees the same first-token delays per connection. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function openSocket(url: URL): Promise<Socket> {
+  return new Promise<Socket>((resolve, reject) => {
+    const socket = connect({ host: url.hostname, port: Number(url.port), noDelay: true });
+    socket.setEncoding('latin1');
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+type Exchange = { firstContent: number; done: number; ok: boolean; why?: string };
+
+/**
+ * One run over a keep-alive socket: the times of its first content and its end. A refusal (a status
+ * other than 200, as a 503 under load) or a stream without RUN_FINISHED is a failed run: the socket
+ * is then destroyed (its response may be unread) and the caller opens another.
+ */
+function exchange(socket: Socket, request: Buffer): Promise<Exchange> {
+  return new Promise((resolve) => {
+    let tail = '';
+    let head = '';
+    let firstContent = NaN;
+    let finished = false;
+    const timer = setTimeout(() => end(false, 'timeout'), RUN_TIMEOUT_MS);
+    const end = (ok: boolean, why?: string) => {
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('close', onClose);
+      if (!ok) socket.destroy();
+      resolve({ firstContent, done: performance.now(), ok, why });
+    };
+    const onClose = () => end(false, head ? 'closed mid-response' : 'closed before a response');
+    const onData = (chunk: string) => {
+      if (head.length < 12) {
+        head += chunk.slice(0, 12);
+        if (head.length >= 12 && !head.startsWith('HTTP/1.1 200'))
+          return end(false, `HTTP ${head.slice(9, 12)}`);
+      }
+      const text = tail + chunk;
+      if (Number.isNaN(firstContent) && CONTENT.some((m) => text.includes(m)))
+        firstContent = performance.now();
+      finished ||= text.includes(FINISHED);
+      tail = text.slice(-OVERLAP);
+      if (text.endsWith(BODY_END)) end(finished, finished ? undefined : 'no RUN_FINISHED');
+    };
+    socket.on('data', onData);
+    socket.once('close', onClose);
+    socket.write(request);
+  });
+}
+
+function requestBytes(url: URL, text: string, owner: string): Buffer {
+  const threadId = `bench-${randomUUID()}`;
+  const body = JSON.stringify({
+    threadId,
+    runId: randomUUID(),
+    messages: [{ id: randomUUID(), role: 'user', content: text }],
+    tools: [],
+    context: [],
+    forwardedProps: { memory: { thread: threadId }, resourceId: owner },
+  });
+  return Buffer.from(
+    `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\n` +
+      `accept: text/event-stream\r\nconnection: keep-alive\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/** Child process: opens `n` connections, says ready, runs the closed loop on 'go', sends the samples. */
+async function closedLoopClient(runUrl: string, n: number, windowMs: number, seed: number): Promise<void> {
+  const url = new URL(runUrl);
+  const sockets = await Promise.all(Array.from({ length: n }, () => openSocket(url)));
+  await new Promise<void>((resolve) => {
+    process.once('message', () => resolve());
+    process.send?.({ type: 'ready' });
+  });
+  const { deltas, firstMinMs, firstMaxMs, gapMs } = REALISTIC;
+  const t0 = performance.now();
+  const samples: RunSample[] = [];
+  try {
+    await Promise.all(
+      sockets.map(async (_, i) => {
+        const random = seeded(seed * 100_003 + i);
+        while (performance.now() - t0 < windowMs) {
+          const first = firstMinMs + Math.floor(random() * (firstMaxMs - firstMinMs + 1));
+          const request = requestBytes(url, `/bench ${deltas} ${first} ${gapMs}`, `bench-user-${i}`);
+          const sent = performance.now();
+          const { firstContent, done, ok, why } = await exchange(sockets[i], request);
+          samples.push({ sent: sent - t0, firstContent: firstContent - sent, done: done - t0, ok, why });
+          if (!ok) sockets[i] = await openSocket(url);
+        }
+      }),
+    );
+    process.send?.({ type: 'samples', samples });
+  } catch (err) {
+    process.send?.({ type: 'failed', error: String(err) });
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    process.disconnect();
+  }
+}
+
+type ChildMessage =
+  { type: 'ready' } | { type: 'samples'; samples: RunSample[] } | { type: 'failed'; error: string };
+
+/** One window of the closed loop against `url`, the client in a child process; CPU of this process measured over it. */
+async function window(
+  url: string,
+  n: number,
+  seed: number,
+): Promise<{ samples: RunSample[]; cpuMs: number }> {
+  const child = fork(__filename, ['--closed-loop', url, String(n), String(WINDOW_MS), String(seed)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const next = () =>
+    new Promise<ChildMessage>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error('the closed-loop client did not answer within 120 s')),
+        120_000,
+      );
+      child.once('message', (m) => {
+        clearTimeout(timer);
+        resolve(m as ChildMessage);
+      });
+    });
+  try {
+    const ready = await next();
+    if (ready.type !== 'ready') throw new Error(`closed-loop client: ${JSON.stringify(ready)}`);
+    const cpu = process.cpuUsage();
+    child.send('go');
+    const result = await next();
+    const used = process.cpuUsage(cpu);
+    if (result.type !== 'samples') throw new Error(`closed-loop client: ${JSON.stringify(result)}`);
+    return { samples: result.samples, cpuMs: (used.user + used.system) / 1000 };
+  } catch (err) {
+    child.kill();
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The measurement
+
+export type RealisticSubject = { name: string; url: string; layers?: Layers };
+export type RealisticFigures = {
+  name: string;
+  n: number;
+  firstContentP50: number;
+  firstContentP99: number;
+  /** Completed runs per second: the window's runs over the time until the last ended (mean of the rounds). */
+  throughput: number;
+  /** CPU ms of the server process (this process) per run, over all rounds. */
+  cpuMsPerRun: number;
+  runs: number;
+  /** Runs refused (a status other than 200) or ended without RUN_FINISHED. */
+  failed: number;
+  /** Why they failed. */
+  why: string;
+};
+
+const percentile = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.max(0, Math.ceil((p / 100) * s.length) - 1)];
+};
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * ROUNDS rounds after a warm-up; in each, every subject takes one window at each concurrency, one
+ * subject after the other, starting one subject later each round (a subject's leftovers, its ends
+ * and log writes, fall on every other subject equally often).
+ */
+export async function benchRealistic(
+  subjects: RealisticSubject[],
+  setLayers: (layers: Layers) => void,
+  progress: (what: string) => void,
+): Promise<RealisticFigures[]> {
+  const ALL_ON = { startsFirst: true, admissionsFirst: true };
+  const take = async (subject: RealisticSubject, n: number, seed: number) => {
+    setLayers(subject.layers ?? ALL_ON);
+    await sleep(500);
+    if (globalThis.gc) globalThis.gc();
+    try {
+      return await window(subject.url, n, seed);
+    } finally {
+      setLayers(ALL_ON);
+    }
+  };
+  progress(`realistic: warm-up, one window of ${CONCURRENCY[0]} per subject`);
+  for (const subject of subjects) await take(subject, CONCURRENCY[0], 0);
+  const collected: Collected = new Map();
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const n of CONCURRENCY) {
+      for (let k = 0; k < subjects.length; k++) {
+        const subject = subjects[(k + round) % subjects.length];
+        progress(`realistic: round ${round}/${ROUNDS}, ${n} concurrent, ${subject.name}`);
+        const { samples, cpuMs } = await take(subject, n, round);
+        const key = `${subject.name}@${n}`;
+        const into = collected.get(key) ?? { samples: [], rates: [], cpuMs: 0 };
+        into.samples.push(...samples);
+        // Every run sent within the window, over the time until the last of them ended.
+        const makespan = Math.max(...samples.map((s) => s.done)) / 1000;
+        into.rates.push(samples.filter((s) => s.ok).length / makespan);
+        into.cpuMs += cpuMs;
+        collected.set(key, into);
+      }
+    }
+    progress(`realistic: after round ${round}\n${formatRealistic(figuresOf(subjects, collected))}`);
+  }
+  return figuresOf(subjects, collected);
+}
+
+type Collected = Map<string, { samples: RunSample[]; rates: number[]; cpuMs: number }>;
+
+function figuresOf(subjects: RealisticSubject[], collected: Collected): RealisticFigures[] {
+  return CONCURRENCY.flatMap((n) =>
+    subjects.flatMap((subject) => {
+      const got = collected.get(`${subject.name}@${n}`);
+      if (!got) return [];
+      const { samples, rates, cpuMs } = got;
+      // A failed run counts as never showing content: it ranks last.
+      const first = samples.map((s) => (s.ok ? s.firstContent : Infinity));
+      return [
+        {
+          name: subject.name,
+          n,
+          firstContentP50: percentile(first, 50),
+          firstContentP99: percentile(first, 99),
+          throughput: rates.reduce((a, b) => a + b, 0) / rates.length,
+          cpuMsPerRun: cpuMs / samples.length,
+          runs: samples.length,
+          failed: samples.filter((s) => !s.ok).length,
+          why: [...new Set(samples.flatMap((s) => (s.why ? [s.why] : [])))].join(', '),
+        },
+      ];
+    }),
+  );
+}
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+export function formatRealistic(figures: RealisticFigures[]): string {
+  const { deltas, firstMinMs, firstMaxMs, gapMs } = REALISTIC;
+  const ideal = (n: number) => n / ((firstMinMs + firstMaxMs) / 2 + (deltas - 1) * gapMs) / 0.001;
+  const lines = [
+    `7. Realistic model (${firstMinMs}-${firstMaxMs} ms to the first token, ${gapMs} ms between ${deltas} deltas): ` +
+      `N clients in a closed loop for ${WINDOW_MS / 1000} s, ${ROUNDS} rounds after a warm-up`,
+    `${'subject'.padEnd(44)}${'N'.padStart(5)}${'first content p50'.padStart(19)}${'p99'.padStart(9)}` +
+      `${'runs/s'.padStart(9)}${'CPU ms/run'.padStart(12)}${'runs'.padStart(8)}${'failed'.padStart(8)}`,
+  ];
+  for (const f of figures) {
+    lines.push(
+      `${f.name.padEnd(44)}${String(f.n).padStart(5)}${fmt(f.firstContentP50, 1).padStart(19)}${fmt(f.firstContentP99, 1).padStart(9)}` +
+        `${fmt(f.throughput, 1).padStart(9)}${fmt(f.cpuMsPerRun, 2).padStart(12)}${String(f.runs).padStart(8)}${String(f.failed).padStart(8)}${f.why ? `  (${f.why})` : ''}`,
+    );
+  }
+  lines.push(
+    `runs/s: the runs sent within the window (N in flight at every moment) that ended with RUN_FINISHED, over the ` +
+      `time until the last of them ended; a server that kept up would reach about ${CONCURRENCY.map((n) => `${fmt(ideal(n))} (N=${n})`).join(', ')}.`,
+  );
+  return lines.join('\n');
+}
+
+/** Issue 21's rows: `service` (as shipped) against `plain` at each concurrency. */
+export function realisticRatios(figures: RealisticFigures[], service: string, plain: string): RatioRow[] {
+  return CONCURRENCY.flatMap((n) => {
+    const s = figures.find((f) => f.name === service && f.n === n);
+    const p = figures.find((f) => f.name === plain && f.n === n);
+    if (!s || !p) return [];
+    return [
+      ratioAtMost(
+        `first content p99, ${n} concurrent, realistic model`,
+        s.firstContentP99,
+        p.firstContentP99,
+        TARGET_P99_RATIO,
+        `${fmt(s.firstContentP99, 1)} / ${fmt(p.firstContentP99, 1)} ms (p50 ${fmt(s.firstContentP50, 1)} / ${fmt(p.firstContentP50, 1)} ms)`,
+      ),
+      ratioAtLeast(
+        `throughput, ${n} concurrent, realistic model (runs/s)`,
+        s.throughput,
+        p.throughput,
+        TARGET_THROUGHPUT_RATIO,
+        `${fmt(s.throughput, 1)} / ${fmt(p.throughput, 1)} runs/s (CPU ms/run ${fmt(s.cpuMsPerRun, 2)} / ${fmt(p.cpuMsPerRun, 2)})`,
+      ),
+    ];
+  });
+}
+
+if (process.argv[2] === '--closed-loop') {
+  const [url, n, windowMs, seed] = process.argv.slice(3);
+  closedLoopClient(url, Number(n), Number(windowMs), Number(seed)).catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
