@@ -167,7 +167,8 @@ function largestBody(): string {
     forwardedProps: {} as Record<string, unknown>,
   };
   let values = countValues(body);
-  const keys = Math.min(limits.maxForwardedPropsKeys, Math.max(0, limits.maxJsonValues - values - 10));
+  // One key is left for the padding below.
+  const keys = Math.min(limits.maxForwardedPropsKeys - 1, Math.max(0, limits.maxJsonValues - values - 10));
   for (let i = 0; i < keys; i++) body.forwardedProps[`k${i}`] = i;
   values = countValues(body);
   const room = limits.maxBodyBytes - Buffer.byteLength(JSON.stringify(body)) - 1024;
