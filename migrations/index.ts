@@ -6,6 +6,7 @@ import { AddRunCheckpoint1764690400000 } from './1764690400000-add-run-checkpoin
 import { EarlyToolResults1764690500000 } from './1764690500000-early-tool-results';
 import { StatelessRuns1764690600000 } from './1764690600000-stateless-runs';
 import { RunEvents1764690700000 } from './1764690700000-run-events';
+import { RunInterrupts1764691000000 } from './1764691000000-run-interrupts';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -17,4 +18,5 @@ export const migrations = [
   EarlyToolResults1764690500000,
   StatelessRuns1764690600000,
   RunEvents1764690700000,
+  RunInterrupts1764691000000,
 ];

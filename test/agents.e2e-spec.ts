@@ -35,6 +35,7 @@ describe('agents and forwardedProps', () => {
       tools: [
         { name: 'current_time', description: expect.stringContaining('IANA') },
         { name: 'calculate', description: expect.stringContaining('arithmetic') },
+        { name: 'publish_note', description: expect.stringContaining('approve'), requiresApproval: true },
       ],
       capabilities: { frontendTools: true, structuredOutput: true, memory: true },
     });

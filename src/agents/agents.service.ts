@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Agent } from '@mastra/core/agent';
+import type { Tool } from '@mastra/core/tools';
 import { noopLogger } from '@mastra/core/logger';
 import { getProviderConfig, parseModelString } from '@mastra/core/llm';
 import type { AppConfig } from '../config/config';
@@ -14,12 +15,26 @@ import { reportingTool } from './tools/run-tools';
 import { resolveModel } from './model-factory';
 import { abortableModel } from './abortable-model';
 
+type AnyTool = Tool<any, any, any, any, any, any, any>;
+
 export type RegisteredAgent = {
   definition: AgentDefinition;
   agent: Agent;
   modelId: string;
   serverToolNames: ReadonlySet<string>;
+  /**
+   * Server tools that need a person's approval before they run (Mastra's `requireApproval`), by
+   * name. Not executed by the engine: a run offers them without `execute` (as client tools), so the
+   * model's step ends at their call and the run asks (an AG-UI interrupt); once approved, the run
+   * that resumes executes them.
+   */
+  approvalTools: ReadonlyMap<string, AnyTool>;
 };
+
+/** Whether a tool is marked with Mastra's `requireApproval` (a flag; an approval function counts as always). */
+export function requiresApproval(tool: AnyTool): boolean {
+  return Boolean((tool as { requireApproval?: unknown }).requireApproval);
+}
 
 /**
  * A provider model without its API key would start and then fail every run: refused at start-up,
@@ -61,14 +76,21 @@ export class AgentsService {
         description: definition.description,
         instructions: override?.instructions ?? definition.instructions,
         model: abortableModel(resolveModel(modelId, config.model)),
-        tools: Object.fromEntries((definition.tools ?? []).map((tool) => [tool.id, reportingTool(tool)])),
+        tools: Object.fromEntries(
+          (definition.tools ?? [])
+            .filter((t) => !requiresApproval(t))
+            .map((tool) => [tool.id, reportingTool(tool)]),
+        ),
       });
       // Mastra's own console logger would print provider errors with stacks beside our JSON logs;
       // the run reports them (RUN_ERROR, the runs table, a warn line with the run's fields). As a
       // primitive, the silent logger also reaches the LLM wrapper Mastra builds for every call.
       agent.__registerPrimitives({ logger: noopLogger });
       const serverToolNames = new Set((definition.tools ?? []).map((tool) => tool.id));
-      this.agents.set(definition.id, { definition, agent, modelId, serverToolNames });
+      const approvalTools = new Map(
+        (definition.tools ?? []).filter(requiresApproval).map((tool) => [tool.id, tool] as const),
+      );
+      this.agents.set(definition.id, { definition, agent, modelId, serverToolNames, approvalTools });
     }
     if (!this.agents.has(config.defaultAgentId)) {
       throw ConfigError.invalid([
@@ -99,7 +121,11 @@ export class AgentsService {
       name: definition.name,
       ...(definition.description ? { description: definition.description } : {}),
       modelId,
-      tools: (definition.tools ?? []).map((tool) => ({ name: tool.id, description: tool.description ?? '' })),
+      tools: (definition.tools ?? []).map((tool) => ({
+        name: tool.id,
+        description: tool.description ?? '',
+        ...(requiresApproval(tool) ? { requiresApproval: true } : {}),
+      })),
       capabilities: { frontendTools: true, structuredOutput: true, memory: true },
     };
   }

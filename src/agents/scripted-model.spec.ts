@@ -1,6 +1,7 @@
 import type { LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import fc from 'fast-check';
 import { MAX_DELTAS, PARTS_PER_TURN, planScript, ScriptedModel, wordDeltas } from './scripted-model';
+import { modelToolName } from '../protocol/tool-names';
 
 type Part = LanguageModelV3StreamPart;
 type Message = LanguageModelV3Prompt[number];
@@ -454,5 +455,55 @@ describe('ScriptedModel', () => {
 
   it('only streams', async () => {
     await expect(new ScriptedModel().doGenerate()).rejects.toThrow('The scripted model only streams');
+  });
+});
+
+describe('content parts (AG-UI 1.0 images and documents)', () => {
+  const withFiles: Message = {
+    role: 'user',
+    content: [
+      { type: 'text', text: 'look' },
+      { type: 'file', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+      {
+        type: 'file',
+        mediaType: 'application/pdf',
+        data: new URL('https://example.com/a.pdf'),
+        filename: 'a.pdf',
+      },
+    ],
+  };
+
+  it('says which files it received with the text', () => {
+    expectTextAnswer(
+      plan(withFiles).parts,
+      'You said: look [with file image/png 8 bytes; file application/pdf https://example.com/a.pdf a.pdf]',
+    );
+  });
+
+  it('describes them in /history', () => {
+    const history: Message = { role: 'user', content: [{ type: 'text', text: '/history' }] };
+    expect(textOf(plan(withFiles, history).parts)).toBe(
+      'user: look [file image/png 8 bytes] [file application/pdf https://example.com/a.pdf a.pdf]\nuser: /history',
+    );
+  });
+
+  it('takes URLs as they are (no download before the call)', () => {
+    const urls = new ScriptedModel().supportedUrls['*/*'];
+    expect(urls.some((re) => re.test('https://example.com/x.png'))).toBe(true);
+  });
+});
+
+describe('tool names the model knows by an alias', () => {
+  it('calls the alias of a name it was not offered as it is', () => {
+    const alias = modelToolName('portal.get_positions');
+    const call = (offered?: Set<string>) =>
+      planScript([user('/tool portal.get_positions {}')], {}, offered).parts.find(
+        (p) => p.type === 'tool-call',
+      );
+    expect(call(new Set(['files_read', alias]))).toMatchObject({ toolName: alias });
+    expect(call(new Set(['portal.get_positions', alias]))).toMatchObject({
+      toolName: 'portal.get_positions',
+    });
+    expect(call()).toMatchObject({ toolName: 'portal.get_positions' });
   });
 });

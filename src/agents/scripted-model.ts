@@ -1,7 +1,9 @@
 import { TITLE_PROMPT } from './prompts';
+import { modelToolName } from '../protocol/tool-names';
 import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
+  LanguageModelV3FilePart,
   LanguageModelV3FinishReason,
   LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
@@ -52,17 +54,38 @@ function textParts(id: string, deltas: string[]): Part[] {
   ];
 }
 
-function lastUserText(prompt: LanguageModelV3Prompt): string {
+function lastUser(
+  prompt: LanguageModelV3Prompt,
+): Extract<LanguageModelV3Prompt[number], { role: 'user' }> | undefined {
   for (let i = prompt.length - 1; i >= 0; i--) {
     const m = prompt[i];
-    if (m.role === 'user') {
-      return m.content
-        .filter((p) => p.type === 'text')
-        .map((p) => p.text)
-        .join('\n');
-    }
+    if (m.role === 'user') return m;
   }
-  return '';
+  return undefined;
+}
+
+function lastUserText(prompt: LanguageModelV3Prompt): string {
+  return (lastUser(prompt)?.content ?? [])
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text)
+    .join('\n');
+}
+
+/** A file part as the model received it: `file <media type> <url | n bytes>[ name]`. */
+function describeFile(part: LanguageModelV3FilePart): string {
+  const { data } = part;
+  const source =
+    data instanceof URL
+      ? data.href
+      : typeof data === 'string'
+        ? `${Buffer.byteLength(data, 'base64')} bytes`
+        : `${data.byteLength} bytes`;
+  return `file ${part.mediaType} ${source}${part.filename ? ` ${part.filename}` : ''}`;
+}
+
+/** The last user message's files (images and documents), described, for the answer to say what it received. */
+function lastUserFiles(prompt: LanguageModelV3Prompt): string[] {
+  return (lastUser(prompt)?.content ?? []).flatMap((p) => (p.type === 'file' ? [describeFile(p)] : []));
 }
 
 /** The tool results the prompt ends with: the model's previous step called tools and they answered. */
@@ -94,6 +117,7 @@ export function describePrompt(prompt: LanguageModelV3Prompt): string {
         if (p.type === 'tool-result') {
           return `[tool-result ${p.toolName}=${JSON.stringify((p.output as { value?: unknown }).value ?? null)}]`;
         }
+        if (p.type === 'file') return `[${describeFile(p)}]`;
         return `[${p.type}]`;
       });
       return `${m.role}: ${parts.join(' ')}`;
@@ -128,14 +152,27 @@ function limited(script: Script, limit: number): Script {
   return script;
 }
 
-export function planScript(prompt: LanguageModelV3Prompt, callSettings: CallSettings = {}): Script {
+/**
+ * `toolNames`: the tools the call offers. A `/tool` line naming a tool by a name the model was given
+ * an alias for (`portal.get_positions`, offered as `portal_get_positions_…`) calls the alias, as a
+ * real model that only sees the alias would.
+ */
+export function planScript(
+  prompt: LanguageModelV3Prompt,
+  callSettings: CallSettings = {},
+  toolNames?: ReadonlySet<string>,
+): Script {
   const { maxOutputTokens } = callSettings;
   const limit =
     maxOutputTokens !== undefined && maxOutputTokens > 0 ? Math.min(maxOutputTokens, MAX_DELTAS) : MAX_DELTAS;
-  return limited(unlimitedScript(prompt, callSettings), limit);
+  return limited(unlimitedScript(prompt, callSettings, toolNames), limit);
 }
 
-function unlimitedScript(prompt: LanguageModelV3Prompt, callSettings: CallSettings): Script {
+function unlimitedScript(
+  prompt: LanguageModelV3Prompt,
+  callSettings: CallSettings,
+  toolNames?: ReadonlySet<string>,
+): Script {
   const results = trailingToolResults(prompt);
   if (results.length) {
     const text = results
@@ -152,7 +189,9 @@ function unlimitedScript(prompt: LanguageModelV3Prompt, callSettings: CallSettin
   if (toolLines.length) {
     const parts: Part[] = [];
     for (const line of toolLines) {
-      const [, name = '', args = '{}'] = /^\/tool\s+(\S+)\s*(.*)$/s.exec(line.trim()) ?? [];
+      const [, named = '', args = '{}'] = /^\/tool\s+(\S+)\s*(.*)$/s.exec(line.trim()) ?? [];
+      const alias = modelToolName(named);
+      const name = toolNames && !toolNames.has(named) && toolNames.has(alias) ? alias : named;
       const id = `call_${Date.now().toString(36)}_${(toolCallCounter++).toString(36)}`;
       const input = args.trim() || '{}';
       const half = Math.ceil(input.length / 2);
@@ -230,8 +269,11 @@ function unlimitedScript(prompt: LanguageModelV3Prompt, callSettings: CallSettin
       if (first === undefined) return { parts, delayMs: 0 };
       return { parts, delayMs: gap ?? 0, firstDelayMs: first };
     }
-    default:
-      return { parts: [...textParts('t', wordDeltas(`You said: ${text}`)), finish('stop')], delayMs: 'tick' };
+    default: {
+      const files = lastUserFiles(prompt);
+      const said = files.length ? `You said: ${text} [with ${files.join('; ')}]` : `You said: ${text}`;
+      return { parts: [...textParts('t', wordDeltas(said)), finish('stop')], delayMs: 'tick' };
+    }
   }
 }
 
@@ -281,7 +323,8 @@ export class ScriptedModel implements LanguageModelV3 {
   readonly specificationVersion = 'v3';
   readonly provider = 'io-bridge';
   readonly modelId = 'scripted';
-  readonly supportedUrls = {};
+  /** Every URL as it is: the engine would otherwise download a file part's URL before calling the model. */
+  readonly supportedUrls = { '*/*': [/^https?:\/\//] };
 
   doGenerate(): Promise<never> {
     return Promise.reject(new Error('The scripted model only streams'));
@@ -289,7 +332,8 @@ export class ScriptedModel implements LanguageModelV3 {
 
   doStream(options: LanguageModelV3CallOptions) {
     const { maxOutputTokens, temperature, topP, topK } = options;
-    const script = planScript(options.prompt, { maxOutputTokens, temperature, topP, topK });
+    const tools = new Set((options.tools ?? []).map((t) => t.name));
+    const script = planScript(options.prompt, { maxOutputTokens, temperature, topP, topK }, tools);
     return Promise.resolve({ stream: toStream(script, options.abortSignal) });
   }
 }

@@ -87,6 +87,19 @@ describe('PrincipalGuard', () => {
       expect(await run({ headers: { 'x-resource-id': 'c' } })).toEqual({ resourceId: 'c', admin: false });
     });
 
+    it("takes a body's resourceId (POST /threads as Mastra's client sends it) before the query", async () => {
+      expect(
+        await run({ method: 'POST', body: { resourceId: 'owner-x' }, query: { resourceId: 'q' } }),
+      ).toEqual({
+        resourceId: 'owner-x',
+        admin: false,
+      });
+      await expect(domainError(run({ method: 'POST', body: { resourceId: '' } }))).resolves.toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: [{ path: 'body.resourceId' }],
+      });
+    });
+
     it('takes a Unicode owner from the body and the query, and percent-decoded from X-Resource-Id', async () => {
       const owner = 'josé.martín@corp.example';
       expect(await run({ body: { forwardedProps: { resourceId: owner } } })).toMatchObject({
@@ -218,6 +231,17 @@ describe('PrincipalGuard', () => {
       await expect(
         domainError(run({ headers: { authorization: 'Bearer x', 'x-resource-id': 'u2' } })),
       ).resolves.toMatchObject({ code: 'FORBIDDEN', details: [{ path: 'x-resource-id' }] });
+    });
+
+    it("applies it to a body's resourceId (POST /threads): the caller's own passes, another is 403", async () => {
+      const { run } = setup(env, jest.fn().mockResolvedValue({ resourceId: 'u1', admin: false }));
+      const post = (resourceId: string) =>
+        run({ method: 'POST', headers: { authorization: 'Bearer x' }, body: { resourceId, title: 't' } });
+      expect(await post('u1')).toEqual({ resourceId: 'u1', admin: false });
+      await expect(domainError(post('u2'))).resolves.toMatchObject({
+        code: 'FORBIDDEN',
+        details: [{ path: 'body.resourceId' }],
+      });
     });
 
     it("applies it to forwardedProps.memory.resource: the caller's own passes, another is 403", async () => {

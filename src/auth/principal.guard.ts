@@ -43,10 +43,13 @@ export function decodeIdentityHeader(value: unknown): unknown {
 /** The places a client may name an owner (CONTRACT sections 6 and 7), with the value sent there, if any. */
 function requestedResources(req: IncomingRequest): Array<[string, unknown]> {
   type Props = { resourceId?: unknown; memory?: { resource?: unknown } };
-  const props = (req.body as { forwardedProps?: Props } | undefined)?.forwardedProps;
+  const body = req.body as { forwardedProps?: Props; resourceId?: unknown } | undefined;
+  const props = body?.forwardedProps;
   return [
     ['forwardedProps.resourceId', props?.resourceId],
     ['forwardedProps.memory.resource', props?.memory?.resource],
+    // `POST /threads {resourceId}`: Mastra's client names the owner in the body.
+    ['body.resourceId', body?.resourceId],
     ['resourceId', req.query?.resourceId],
     ['x-resource-id', decodeIdentityHeader(req.headers['x-resource-id'])],
   ];
@@ -100,7 +103,7 @@ export function scopeToCaller(
 
 /**
  * Resolves who is calling, once per request, by AUTH_MODE (CONTRACT section 7):
- * - `none`: `forwardedProps.resourceId` (or `.memory.resource`), the `resourceId` query parameter or
+ * - `none`: `forwardedProps.resourceId` (or `.memory.resource`), a body's `resourceId`, the `resourceId` query parameter or
  *   `X-Resource-Id` (raw or percent-encoded UTF-8); else `anonymous`, whose routes naming a thread or run id find it
  *   whoever owns it;
  * - `jwt`: the RESOURCE_ID_CLAIM of a verified bearer token;

@@ -219,6 +219,16 @@ export const VARIABLES = {
     at: 'frontendToolTimeoutMs',
     doc: 'how long a run waits for a frontend tool result (`RUN_ERROR TOOL_RESULT_TIMEOUT` after)',
   },
+  CLIENT_PROTOCOL: {
+    schema: z.enum(['io-intelligence', 'ag-ui']).default('io-intelligence'),
+    at: 'clientProtocol',
+    doc: 'how frontend tools are answered unless a run says (`forwardedProps.clientProtocol`): `io-intelligence` (the result is posted into the waiting run) or `ag-ui` (the run ends with the pending calls; the result comes as a `tool` message in the next run)',
+  },
+  APPROVAL_TTL_MS: {
+    schema: int(1_000, 30 * 86_400_000).default(86_400_000),
+    at: 'approvalTtlMs',
+    doc: 'how long a tool call waiting for approval (an AG-UI interrupt) can be answered; later its `resume` is 410 `INTERRUPT_EXPIRED`',
+  },
   RUN_LEASE_MS: {
     schema: int(300, 600_000).default(20_000),
     at: 'runLeaseMs',

@@ -1,7 +1,17 @@
+import type { RunFinishedOutcome } from '../protocol/outcomes';
+
 /** The AG-UI 1.0 events this service puts on the wire (CONTRACT section 3), field names exactly as AG-UI. */
 export type AguiEvent =
   | { type: 'RUN_STARTED'; timestamp: number; threadId: string; runId: string }
-  | { type: 'RUN_FINISHED'; timestamp: number; threadId: string; runId: string; result?: unknown }
+  | {
+      type: 'RUN_FINISHED';
+      timestamp: number;
+      threadId: string;
+      runId: string;
+      result?: unknown;
+      /** AG-UI 1.0, only to a request that declares it (protocol/versions.ts). */
+      outcome?: RunFinishedOutcome;
+    }
   | { type: 'RUN_ERROR'; timestamp: number; message: string; code: RunErrorCode }
   | { type: 'STEP_STARTED'; timestamp: number; stepName: string }
   | { type: 'STEP_FINISHED'; timestamp: number; stepName: string }

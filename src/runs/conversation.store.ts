@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/errors';
 import { AdmissionsFirst } from '../database/admissions-first';
+import { isUniqueViolation } from '../database/database-errors';
 import { queryPrepared } from '../database/prepared';
 import { StoredMessage } from '../threads/message-format';
 import { ThreadsRepository } from '../threads/threads.repository';
@@ -75,12 +76,29 @@ export class ConversationStore {
 
   private async claimOrReap(run: ClaimRun): Promise<Claimed> {
     try {
-      return await this.claimOnce(run);
+      return await this.claimSettled(run);
     } catch (err) {
       // A run whose instance died holds the thread until its lease lapses: end it, then try once more.
       if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
       if (!(await this.reapLapsed(run.threadId)).length) throw err;
-      return this.claimOnce(run);
+      return this.claimSettled(run);
+    }
+  }
+
+  /**
+   * Two statements appending to one thread at once (a claim beside another claim, or beside the end
+   * of the run it follows) may both pick the next position: the one that loses tries again, and when
+   * it loses three times the thread is busy. Never the raw key violation (a 500).
+   */
+  private async claimSettled(run: ClaimRun): Promise<Claimed> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.claimOnce(run);
+      } catch (err) {
+        if (!isUniqueViolation(err, 'messages_thread_id_position_key')) throw err;
+        if (attempt === 3)
+          throw new DomainError('THREAD_BUSY', `Thread '${run.threadId}' has a run in progress`);
+      }
     }
   }
 
@@ -159,21 +177,23 @@ export class ConversationStore {
    * deleted meanwhile, nor by a stateless run (even if a thread of that id exists by now), nor by a
    * run another instance already ended (its lease lapsed: that record and the checkpoint it kept
    * stand). Unanswered tool calls close with the run. Sent once no claim is in flight (AdmissionsFirst).
+   * The thread is locked before the run is touched, in the order a claim takes them (thread, then
+   * the run's slot): a claim of the next run waits for this end instead of deadlocking with it.
    */
   async endRun(run: EndRun): Promise<void> {
     await this.order.turn();
     await queryPrepared(
       this.db,
       'io-bridge.end-run',
-      `WITH ended AS (
+      `WITH locked AS (SELECT id FROM threads WHERE id = $6 AND resource_id = $2 FOR UPDATE),
+       ended AS (
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
                 checkpoint = NULL
-          WHERE id = $1 AND ${unindexed(`resource_id = $2 AND ${ACTIVE}`)} RETURNING id, stateless),
+          WHERE id = $1 AND ${unindexed(`resource_id = $2 AND ${ACTIVE}`)} AND (SELECT count(*) FROM locked) >= 0
+          RETURNING id, stateless),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'),
-       owned AS (
-         SELECT id FROM threads WHERE id = $6 AND resource_id = $2 AND EXISTS (SELECT 1 FROM ended WHERE NOT stateless)
-            FOR UPDATE),
+       owned AS (SELECT id FROM locked WHERE EXISTS (SELECT 1 FROM ended WHERE NOT stateless)),
        base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id IN (SELECT id FROM owned)),
        appended AS (
          INSERT INTO messages (thread_id, id, position, role, body, run_id)

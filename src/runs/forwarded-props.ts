@@ -1,5 +1,6 @@
 import { DomainError, ErrorDetail } from '../common/errors';
 import { jsonSchemaProblem } from '../common/json-schema';
+import { ClientProtocol, CLIENT_PROTOCOLS, isClientProtocol } from '../protocol/versions';
 
 /** Settings a client may pass for the model; clamped to the configured ceilings, never trusted as they are. */
 export type ModelSettings = {
@@ -31,6 +32,8 @@ export type RunOptions = {
   namesMemory: boolean;
   /** How long the run goes on once its client left, for a rejoin (`disconnectGraceMs`), clamped to the ceiling. */
   disconnectGraceMs?: number;
+  /** How this run answers frontend tools (CONTRACT section 9); absent: the server's CLIENT_PROTOCOL. */
+  clientProtocol?: ClientProtocol;
   /** Absent also when the client sent `structuredOutput` without a schema. */
   structuredOutput?: { schema: Record<string, unknown> };
   extras: Record<string, unknown>;
@@ -44,6 +47,7 @@ const KNOWN = new Set([
   'modelSettings',
   'structuredOutput',
   'disconnectGraceMs',
+  'clientProtocol',
 ]);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -100,6 +104,13 @@ export function parseForwardedProps(
   const disconnectGraceMs = number(p, 'disconnectGraceMs', 'forwardedProps', true);
   if (p.agentId !== undefined && typeof p.agentId !== 'string') {
     problems.push({ path: 'forwardedProps.agentId', message: 'must be a string' });
+  }
+
+  if (p.clientProtocol !== undefined && !isClientProtocol(p.clientProtocol)) {
+    problems.push({
+      path: 'forwardedProps.clientProtocol',
+      message: `must be one of ${CLIENT_PROTOCOLS.join(', ')}`,
+    });
   }
 
   const ms = object(p.modelSettings, 'forwardedProps.modelSettings');
@@ -167,6 +178,7 @@ export function parseForwardedProps(
       ? { disconnectGraceMs: clamp(disconnectGraceMs, 0, ceilings.maxDisconnectGraceMs) }
       : {}),
     ...(structuredOutput ? { structuredOutput } : {}),
+    ...(isClientProtocol(p.clientProtocol) ? { clientProtocol: p.clientProtocol } : {}),
     extras: Object.fromEntries(Object.entries(p).filter(([key]) => !KNOWN.has(key))),
   };
 }

@@ -99,7 +99,14 @@ export class MastraToAgui {
       }
       case 'tool-result':
         return {
-          events: [{ type: 'TOOL_CALL_RESULT', toolCallId: p.toolCallId, content: p.result ?? null }],
+          events: [
+            {
+              type: 'TOOL_CALL_RESULT',
+              toolCallId: p.toolCallId,
+              messageId: p.messageId,
+              content: p.result ?? null,
+            },
+          ],
         };
       case 'tool-error':
         return {

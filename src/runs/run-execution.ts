@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
+import { safeErrorMessage } from '../common/errors';
 import {
   MonoTypeOperatorFunction,
   Observable,
@@ -28,11 +30,15 @@ import { ConversationStore } from './conversation.store';
 import { LeaseHolder, RunLeases } from './run-leases';
 import { RunEnd } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
+import { AnsweredInterrupt, ApprovalRequest, InterruptsRepository } from './interrupts.repository';
+import type { RunFinishedOutcome } from '../protocol/outcomes';
 
 export type { PreparedRun };
 
 export type RunDeps = {
   conversations: ConversationStore;
+  interrupts: InterruptsRepository;
+  approvalTtlMs: number;
   leases: RunLeases;
   toolCalls: ToolCallsRepository;
   broker: FrontendToolBroker;
@@ -43,9 +49,16 @@ export type RunDeps = {
 
 type Ending = {
   end: RunEnd;
-  terminal: { code: RunErrorCode; message: string } | undefined;
+  terminal: { code: RunErrorCode; message: string; outcome?: RunFinishedOutcome } | undefined;
   result?: unknown;
+  /** Frontend calls left for the client to answer in its next run (ag-ui). */
+  pending?: string[];
+  /** Calls stopped at for a person's approval. */
+  approvals?: ApprovalRequest[];
 };
+
+/** A tool call the model made in this run: its client name, arguments and assistant message. */
+type ModelCall = { toolName: string; args: unknown; messageId?: string };
 
 const DATABASE_UNAVAILABLE = 'The database is unavailable; retry later';
 
@@ -71,6 +84,9 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   private frontendCalls: Set<string> | undefined;
   private reported: Set<string> | undefined;
   private readonly reports = new ReportedResults();
+  /** The model's tool calls in this run, and those that got a result (made on first use). */
+  private calls: Map<string, ModelCall> | undefined;
+  private resulted: Set<string> | undefined;
   private readonly collector = new MessageCollector();
   /** Events shown so far: the lease checkpoints what the client saw when this moves. */
   private shown = 0;
@@ -89,7 +105,13 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     readonly prepared: PreparedRun,
     private readonly deps: RunDeps,
     private history: StoredMessage[] = [],
+    /** Approvals answered by this run's `resume`: their calls run (or are declined) before the model goes on. */
+    readonly resumed: AnsweredInterrupt[] = [],
   ) {}
+
+  get threadId(): string {
+    return this.prepared.threadId;
+  }
 
   /** Whether what the run produces goes into its thread. */
   private get stores(): boolean {
@@ -99,6 +121,11 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   /** Whether start() held it. */
   get started(): boolean {
     return this.startedAt !== 0;
+  }
+
+  /** Whether it was told to stop (its end may not be recorded yet). */
+  get stopping(): boolean {
+    return this.abort.signal.aborted;
   }
 
   /** Whether its terminal event went out. */
@@ -175,13 +202,15 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     const run = this.prepared;
     const history = this.history;
     this.history = [];
+    const aliases = run.aliases;
     return {
-      messages: aguiToModelMessages(history),
+      messages: aguiToModelMessages(history, aliases.empty ? undefined : (name) => aliases.model(name)),
       call: {
         options: {
           maxSteps: run.maxSteps,
           context: run.context,
           toolsets: { frontend: run.frontendTools },
+          ...(Object.keys(run.clientTools).length ? { clientTools: run.clientTools } : {}),
           modelSettings: run.modelSettings,
           ...(run.structuredOutput
             ? { structuredOutput: { schema: linearTimeSchema(run.structuredOutput.schema) } }
@@ -224,13 +253,115 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   screen(chunk: MastraChunk): boolean | Promise<void> {
     const p = chunk.payload ?? {};
     if (chunk.type === 'tool-result' || chunk.type === 'tool-error') {
+      (this.resulted ??= new Set()).add(p.toolCallId);
       if (this.reported?.has(p.toolCallId)) return false;
       if (this.frontendCalls?.has(p.toolCallId)) this.abandon(p.toolCallId);
     }
-    if (chunk.type === 'tool-call' && this.prepared.frontendTools[p.toolName] !== undefined) {
-      return this.registerFrontendCall(p.toolCallId, p.toolName);
+    if (chunk.type === 'tool-call') {
+      (this.calls ??= new Map()).set(p.toolCallId, {
+        toolName: this.prepared.aliases.client(p.toolName),
+        args: p.args,
+      });
+      if (this.prepared.frontendTools[p.toolName] !== undefined)
+        return this.registerFrontendCall(p.toolCallId, p.toolName);
     }
     return true;
+  }
+
+  /** The chunk with the tool's name as the client knows it (the model may know an alias). */
+  clientNamed(chunk: MastraChunk): MastraChunk {
+    const name: unknown = chunk.payload?.toolName;
+    if (this.prepared.aliases.empty || typeof name !== 'string') return chunk;
+    const client = this.prepared.aliases.client(name);
+    return client === name ? chunk : { ...chunk, payload: { ...chunk.payload, toolName: client } };
+  }
+
+  /** An event shown: the assistant message of each tool call is kept for an approval request. */
+  private noteParent(event: AguiEvent): void {
+    if (event.type !== 'TOOL_CALL_START') return;
+    const call = this.calls?.get(event.toolCallId);
+    if (call) call.messageId = event.parentMessageId;
+    else
+      (this.calls ??= new Map()).set(event.toolCallId, {
+        toolName: event.toolCallName,
+        args: {},
+        messageId: event.parentMessageId,
+      });
+  }
+
+  /**
+   * The calls of the model's last step nobody answered: those needing approval (they stop the run
+   * with an interrupt) and the frontend calls of an `ag-ui` run (the client answers them next run).
+   */
+  private unanswered(): { pending: string[]; approvals: ApprovalRequest[] } {
+    const pending: string[] = [];
+    const approvals: ApprovalRequest[] = [];
+    const run = this.prepared;
+    for (const [toolCallId, call] of this.calls ?? []) {
+      if (this.resulted?.has(toolCallId) || this.reported?.has(toolCallId)) continue;
+      if (run.agent.approvalTools.has(call.toolName)) {
+        approvals.push({
+          toolCallId,
+          toolName: call.toolName,
+          args: call.args ?? {},
+          messageId: call.messageId,
+        });
+      } else if (run.clientProtocol === 'ag-ui' && run.frontendNames.has(call.toolName))
+        pending.push(toolCallId);
+    }
+    return { pending, approvals };
+  }
+
+  /**
+   * The results of the approvals this run's `resume` answered, as the engine would report them:
+   * an approved call runs now (its tool's own execute), a declined one tells the model so. Each
+   * result joins the history the model sees, after its call (added when the history lacks it).
+   */
+  async resumedResults(): Promise<MastraChunk[]> {
+    const chunks: MastraChunk[] = [];
+    const history = this.history;
+    const known = new Set(history.flatMap((m) => m.toolCalls?.map((c) => c.id) ?? []));
+    for (const answer of this.resumed) {
+      const tool = this.prepared.agent.approvalTools.get(answer.toolName);
+      let result: unknown;
+      if (!answer.approved || !tool?.execute) {
+        result = {
+          approved: false,
+          message: `A person declined this call of ${answer.toolName}${answer.reason ? `: ${answer.reason}` : ''}`,
+        };
+      } else {
+        try {
+          result = await tool.execute(answer.args, { abortSignal: this.signal });
+        } catch (err) {
+          result = { error: safeErrorMessage(err, 'Tool failed') };
+        }
+      }
+      if (!known.has(answer.toolCallId)) {
+        history.push({
+          id: answer.messageId ?? `${answer.toolCallId}-call`,
+          role: 'assistant',
+          toolCalls: [
+            {
+              id: answer.toolCallId,
+              type: 'function',
+              function: { name: answer.toolName, arguments: JSON.stringify(answer.args ?? {}) },
+            },
+          ],
+        });
+      }
+      const messageId = randomUUID();
+      history.push({
+        id: messageId,
+        role: 'tool',
+        toolCallId: answer.toolCallId,
+        content: typeof result === 'string' ? result : JSON.stringify(result ?? null),
+      });
+      chunks.push({
+        type: 'tool-result',
+        payload: { toolCallId: answer.toolCallId, toolName: answer.toolName, result, messageId },
+      });
+    }
+    return chunks;
   }
 
   /**
@@ -239,6 +370,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
    */
   observe(event: AguiEvent): void {
     this.collector.observe(event);
+    this.noteParent(event);
     this.shown++;
     if (!TERMINAL_TYPES.has(event.type)) return;
     this.terminalShown = true;
@@ -325,7 +457,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
           code: reason.code,
           message: reason.message,
         },
-        terminal: { code: reason.code, message: reason.message },
+        terminal: { code: reason.code, message: reason.message, ...this.cancelledOutcome(reason.code) },
       };
     }
     if (failure !== undefined && isDatabaseUnavailable(failure)) {
@@ -340,19 +472,37 @@ export class RunExecution implements RunToolContext, LeaseHolder {
       return failed('INTERNAL', 'The run failed unexpectedly');
     }
     switch (outcome?.kind) {
-      case 'finished':
-        return { end: { status: 'finished' }, terminal: undefined, result: outcome.result };
+      case 'finished': {
+        const { pending, approvals } = this.unanswered();
+        return {
+          end: { status: 'finished' },
+          terminal: undefined,
+          result: outcome.result,
+          ...(pending.length ? { pending } : {}),
+          ...(approvals.length ? { approvals } : {}),
+        };
+      }
       case 'error':
         this.deps.log.warn(`run ${this.prepared.runId}: the model failed: ${outcome.message}`);
         return failed(
           outcome.structuredOutput ? 'STRUCTURED_OUTPUT_INVALID' : 'MODEL_ERROR',
           outcome.message,
         );
-      case 'aborted':
-        return failed('CANCELLED', 'The run was cancelled', 'cancelled');
+      case 'aborted': {
+        const ending = failed('CANCELLED', 'The run was cancelled', 'cancelled');
+        return { ...ending, terminal: { ...ending.terminal!, ...this.cancelledOutcome('CANCELLED') } };
+      }
       default:
         return failed('MODEL_ERROR', 'The model stream ended unexpectedly');
     }
+  }
+
+  /** An AG-UI 1.x run of an `ag-ui` client that was cancelled ends RUN_FINISHED outcome cancelled, not RUN_ERROR. */
+  private cancelledOutcome(code: RunErrorCode): { outcome?: RunFinishedOutcome } {
+    const run = this.prepared;
+    return code === 'CANCELLED' && run.agUi1 && run.clientProtocol === 'ag-ui'
+      ? { outcome: { type: 'cancelled' } }
+      : {};
   }
 
   private endSpan(status: RunEnd['status'], code: RunErrorCode | undefined, span: Span): void {
@@ -374,12 +524,30 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     const { runId, threadId } = this.prepared;
     const cut = terminal ? this.collector.openTextIds() : new Set<string>();
     if (terminal) closeOpen();
+    let outcome: RunFinishedOutcome | undefined;
+    let end = ending.end;
+    if (ending.approvals) {
+      try {
+        const interrupts = await this.deps.interrupts.create(
+          { runId, threadId, resourceId: this.prepared.principal.resourceId },
+          ending.approvals,
+          this.deps.approvalTtlMs,
+        );
+        outcome = { type: 'interrupt', interrupts };
+      } catch (err) {
+        this.deps.log.error(`run ${runId}: could not record its interrupts: ${(err as Error).message}`);
+        terminal = isDatabaseUnavailable(err)
+          ? { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE }
+          : { code: 'INTERNAL', message: 'The run could not be recorded' };
+        end = { status: 'error', ...terminal };
+      }
+    } else if (ending.pending) outcome = { type: 'success', pendingToolCallIds: ending.pending };
     try {
       await this.deps.conversations.endRun({
         runId,
         threadId,
         resourceId: this.prepared.principal.resourceId,
-        end: ending.end,
+        end,
         produced: this.stores ? this.collector.produced(cut) : [],
       });
     } catch (err) {
@@ -390,7 +558,9 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     }
     if (terminal) return terminal;
     this.titleWanted = this.prepared.generateTitle && this.stores;
-    return { result: ending.result };
+    // AG-UI 1.0 outcomes reach only a request that declared 1.x; the record keeps the interrupts for every client.
+    if (this.prepared.agUi1) outcome ??= { type: 'success' };
+    return { result: ending.result, ...(this.prepared.agUi1 && outcome ? { outcome } : {}) };
   }
 
   /** memoryOptions.generateTitle: the agent's model names the thread, after the run, off the stream's path. */
@@ -454,14 +624,14 @@ class OwnToolCalls implements Observer<MastraChunk> {
 
   private pass(chunk: MastraChunk): void {
     const screened = this.run.screen(chunk);
-    if (screened === true) return this.subscriber.next(chunk);
+    if (screened === true) return this.subscriber.next(this.run.clientNamed(chunk));
     if (screened === false) return;
     this.registering = true;
     screened.then(
       () => {
         this.registering = false;
         if (this.subscriber.closed) return;
-        this.subscriber.next(chunk);
+        this.subscriber.next(this.run.clientNamed(chunk));
         this.drain();
       },
       (err: unknown) => this.subscriber.error(err),

@@ -3,6 +3,7 @@ import { Observable, Observer, OperatorFunction, Subscribable, Subscriber, Unsub
 import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
 import { repairJsonObject } from './json-repair';
 import { Outcome, Translation } from './mastra-to-agui';
+import type { RunFinishedOutcome } from '../protocol/outcomes';
 
 /** JSON text of a value; undefined for what JSON cannot hold (a cycle, a BigInt). */
 function safeStringify(value: unknown): string | undefined {
@@ -115,8 +116,8 @@ export class RunLifecycle {
     }
   }
 
-  /** Ends the run successfully, closing whatever is open first. */
-  finish(result?: unknown): void {
+  /** Ends the run with RUN_FINISHED (and its AG-UI 1.0 outcome, if given), closing whatever is open first. */
+  finish(result?: unknown, outcome?: RunFinishedOutcome): void {
     if (!this.beginTerminal()) return;
     this.emit({
       type: 'RUN_FINISHED',
@@ -124,7 +125,19 @@ export class RunLifecycle {
       threadId: this.options.threadId,
       runId: this.options.runId,
       ...(result !== undefined && result !== null ? { result } : {}),
+      ...(outcome ? { outcome } : {}),
     });
+  }
+
+  /**
+   * Tool calls an earlier run of the thread made and ended (an approval answered by `resume`): their
+   * TOOL_CALL_RESULT may go out in this run.
+   */
+  adopt(toolCallIds: Iterable<string>): void {
+    for (const id of toolCallIds) {
+      if (!this.toolCalls?.has(id))
+        (this.toolCalls ??= new Map()).set(id, { name: '', args: '{}', ended: true, resulted: false });
+    }
   }
 
   /** Ends the run with RUN_ERROR, closing whatever is open first. */
@@ -307,13 +320,20 @@ export class RunLifecycle {
 /** Why the upstream stopped: the outcome its translation gave, if any; the error it failed with, if it did. */
 export type Stopped = { outcome?: Outcome; failure?: unknown };
 
-/** How the run ends: RUN_FINISHED (with its result, if any), or RUN_ERROR. */
-export type Terminal = { result?: unknown } | { code: RunErrorCode; message: string };
+/**
+ * How the run ends: RUN_FINISHED (with its result and AG-UI 1.0 outcome, if any), or RUN_ERROR; a
+ * stop (`code`) with an `outcome` goes out as RUN_FINISHED with it (a cancelled AG-UI 1.x run).
+ */
+export type Terminal =
+  | { result?: unknown; outcome?: RunFinishedOutcome }
+  | { code: RunErrorCode; message: string; outcome?: RunFinishedOutcome };
 
 /** A tool call's result known before the engine reports it (the tool reported it itself). */
 export type ReportedResult = { toolCallId: string; content: unknown };
 
 export type GuardOptions = Omit<LifecycleOptions, 'emit'> & {
+  /** Tool calls of earlier runs whose results this run sends (resumed approvals). */
+  adopted?: string[];
   /** Each goes out right after its call's TOOL_CALL_END (at once when that is out already). */
   results?: Subscribable<ReportedResult>;
   /**
@@ -353,12 +373,13 @@ class LifecycleGuard implements Observer<Translation> {
   private outcome: Outcome | undefined;
 
   constructor(
-    { results, end, ...rest }: GuardOptions,
+    { results, end, adopted, ...rest }: GuardOptions,
     private readonly subscriber: Subscriber<AguiEvent>,
   ) {
     this.end = end;
     this.lifecycle = new RunLifecycle({ ...rest, emit: (event) => subscriber.next(event) });
     this.lifecycle.start();
+    if (adopted?.length) this.lifecycle.adopt(adopted);
     this.reported = results?.subscribe({ next: (result) => this.report(result) });
   }
 
@@ -403,8 +424,8 @@ class LifecycleGuard implements Observer<Translation> {
     void this.end(stopped, () => lifecycle.closeOpen())
       .catch((): Terminal => ({ code: 'INTERNAL', message: 'The run failed unexpectedly' }))
       .then((terminal) => {
-        if ('code' in terminal) lifecycle.fail(terminal.code, terminal.message);
-        else lifecycle.finish(terminal.result);
+        if ('code' in terminal && !terminal.outcome) lifecycle.fail(terminal.code, terminal.message);
+        else lifecycle.finish('result' in terminal ? terminal.result : undefined, terminal.outcome);
         this.subscriber.complete();
       });
   }

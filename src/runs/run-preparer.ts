@@ -10,6 +10,10 @@ import { contextToModelMessages, ModelMessage } from '../threads/agui-to-model';
 import { StoredMessage, textOf, toStored } from '../threads/message-format';
 import { RunAgentInputDto, ToolDto } from './dto/run-agent-input.dto';
 import { ModelSettings, parseForwardedProps } from './forwarded-props';
+import { ClientProtocol, declaresAgUi1 } from '../protocol/versions';
+import { ToolAliases } from '../protocol/tool-names';
+import type { ResumeEntry } from '../protocol/outcomes';
+import { linearTimeSchema } from '../common/json-schema';
 import type { Pace } from './starts-first';
 
 /**
@@ -17,6 +21,9 @@ import type { Pace } from './starts-first';
  * length: the messages it brings (`incoming`, for the claim) and the history the claim returns are
  * not part of it, so an open run does not keep them once the engine has its own copy.
  */
+/** A tool the model may call that the engine does not execute (Mastra `clientTools`). */
+export type ClientTool = { id: string; description: string; inputSchema: unknown };
+
 export type PreparedRun = {
   runId: string;
   threadId: string;
@@ -27,7 +34,24 @@ export type PreparedRun = {
   principal: Principal;
   agent: RegisteredAgent;
   context: ModelMessage[];
+  /** Frontend tools the run waits for inside itself (io-intelligence), by the model's name for them. */
   frontendTools: Record<string, Tool<any, any, any, any, any, any, any>>;
+  /**
+   * Tools offered to the model without `execute` (Mastra's client tools): the model's step ends at
+   * their calls. Frontend tools of an `ag-ui` run (answered in the next run) and the agent's tools
+   * that need approval (answered by `resume`). By the model's name.
+   */
+  clientTools: Record<string, ClientTool>;
+  /** The client's names of its frontend tools (either protocol). */
+  frontendNames: ReadonlySet<string>;
+  /** Tool names as the model knows them and as the client sent them. */
+  aliases: ToolAliases;
+  /** How the run answers frontend tools (forwardedProps.clientProtocol, else CLIENT_PROTOCOL). */
+  clientProtocol: ClientProtocol;
+  /** The request declared AG-UI 1.x: outcomes go on the wire. */
+  agUi1: boolean;
+  /** Answers to interrupts of earlier runs (checked and recorded when the run is claimed). */
+  resume?: ResumeEntry[];
   maxSteps: number;
   lastMessages: number;
   modelSettings: ModelSettings;
@@ -89,6 +113,8 @@ export class RunPreparer {
     const options = parseForwardedProps(input.forwardedProps, this.config.ceilings, input.threadId);
     const agent = this.agents.get(options.agentId);
     const defaults = agent.definition.defaults;
+    const clientProtocol = options.clientProtocol ?? this.config.clientProtocol;
+    const aliases = new ToolAliases();
     const run: PreparedRun = {
       runId: input.runId,
       threadId: input.threadId,
@@ -97,7 +123,12 @@ export class RunPreparer {
       principal,
       agent,
       context: contextToModelMessages(input.context),
-      frontendTools: this.frontendTools(agent, input.tools),
+      ...this.tools(agent, input.tools, clientProtocol, aliases),
+      frontendNames: new Set(input.tools.map((t) => t.name)),
+      aliases,
+      clientProtocol,
+      agUi1: declaresAgUi1(input.protocolVersion),
+      ...(input.resume?.length ? { resume: input.resume } : {}),
       maxSteps: options.maxSteps ?? defaults?.maxSteps ?? limits.maxSteps,
       lastMessages: options.lastMessages ?? defaults?.lastMessages ?? this.config.lastMessages,
       modelSettings: { ...defaults?.modelSettings, ...options.modelSettings },
@@ -114,9 +145,22 @@ export class RunPreparer {
     return { run, incoming: input.messages.map((m) => toStored(m as unknown as Record<string, unknown>)) };
   }
 
-  /** Declared tools, except those named like a server tool: the server tool wins (CONTRACT section 4). */
-  private frontendTools(agent: RegisteredAgent, tools: ToolDto[]): PreparedRun['frontendTools'] {
-    const out: PreparedRun['frontendTools'] = {};
+  /**
+   * Declared tools, except those named like a server tool: the server tool wins (CONTRACT section 4).
+   * The `io-intelligence` run waits for their results inside itself; the `ag-ui` run ends at their
+   * calls. The agent's tools that need approval end the step at their calls in both.
+   */
+  private tools(
+    agent: RegisteredAgent,
+    tools: ToolDto[],
+    protocol: ClientProtocol,
+    aliases: ToolAliases,
+  ): Pick<PreparedRun, 'frontendTools' | 'clientTools'> {
+    const frontendTools: PreparedRun['frontendTools'] = {};
+    const clientTools: PreparedRun['clientTools'] = {};
+    for (const [name, tool] of agent.approvalTools) {
+      clientTools[name] = { id: name, description: tool.description ?? '', inputSchema: tool.inputSchema };
+    }
     for (const tool of tools) {
       if (agent.serverToolNames.has(tool.name)) {
         const key = `${agent.definition.id}/${tool.name}`;
@@ -128,9 +172,16 @@ export class RunPreparer {
         }
         continue;
       }
-      out[tool.name] = frontendTool(tool);
+      const name = aliases.add(tool.name);
+      if (protocol === 'ag-ui') {
+        clientTools[name] = {
+          id: name,
+          description: tool.description ?? '',
+          inputSchema: linearTimeSchema(tool.parameters ?? { type: 'object', properties: {} }),
+        };
+      } else frontendTools[name] = frontendTool({ ...tool, name });
     }
-    return out;
+    return { frontendTools, clientTools };
   }
 }
 

@@ -12,6 +12,7 @@ import { RunsService } from './runs.service';
 import { FrontendToolBroker } from './frontend-tools.broker';
 import { RunStreams } from './run-streams.service';
 import { StartsFirst } from './starts-first';
+import { InterruptsRepository } from './interrupts.repository';
 
 @Module({
   imports: [AgentsModule, RepositoriesModule],
@@ -27,6 +28,7 @@ import { StartsFirst } from './starts-first';
     RunLeases,
     RunStreams,
     StartsFirst,
+    InterruptsRepository,
     FairShares,
   ],
 })

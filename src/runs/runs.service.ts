@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Observable, Observer, Subscribable, Unsubscribable } from 'rxjs';
+import { concat, defer, from, mergeMap, Observable, Observer, Subscribable, Unsubscribable } from 'rxjs';
 import { idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { FairShares } from '../common/fair-shares';
@@ -19,11 +19,20 @@ import { translate } from './mastra-to-agui';
 import { RunDeps, RunExecution } from './run-execution';
 import { guardLifecycle } from './run-lifecycle';
 import { PreparedRun, RunPreparer } from './run-preparer';
-import { ConversationStore } from './conversation.store';
+import { Claimed, ClaimRun, ConversationStore } from './conversation.store';
 import { RunLeases } from './run-leases';
 import { RunsRepository } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 import { StartsFirst } from './starts-first';
+import { AnsweredInterrupt, InterruptsRepository } from './interrupts.repository';
+
+/**
+ * How long a claim of a busy thread waits for the run held here to end: a client that stopped a run
+ * and sends the next message at once can be heard before its old run hears the disconnect.
+ */
+const BUSY_THREAD_WAIT_MS = 2_000;
+/** Without a run of the thread here, the claim is tried once more this much later. */
+const BUSY_THREAD_RETRY_MS = 50;
 
 /** A run that passed every check and was claimed: its events, and how it ends when nobody reads it. */
 export type StartedRun = {
@@ -58,9 +67,12 @@ export class RunsService {
     private readonly metrics: Metrics,
     private readonly startsFirst: StartsFirst,
     private readonly shares: FairShares,
+    private readonly interrupts: InterruptsRepository,
   ) {
     this.deps = {
       conversations,
+      interrupts,
+      approvalTtlMs: config.approvalTtlMs,
       leases,
       toolCalls,
       broker,
@@ -85,12 +97,24 @@ export class RunsService {
   ): Promise<StartedRun | undefined> {
     if (this.drain.isDraining) throw new DomainError('SHUTTING_DOWN', 'The service is shutting down; retry');
     const { run: prepared, incoming } = this.preparer.prepare(input, principal);
+    // Answers to interrupts are checked before anything is claimed: a wrong one is a 4xx, never a stream.
+    const resumed = prepared.resume
+      ? await this.interrupts.check(prepared.resume, principal.resourceId, prepared.threadId)
+      : [];
     // Held until the run's end is recorded, whether a reader is there or not (a grace or a tool wait).
     const share = this.shares.takeRun(principal.resourceId, address);
     // Starting from here until its first content: runs past theirs yield to it (StartsFirst).
     const pace = (prepared.pace = this.startsFirst.begin());
     try {
-      const started = await this.claimAndStart(input, principal, prepared, incoming, share, clientGone);
+      const started = await this.claimAndStart(
+        input,
+        principal,
+        prepared,
+        incoming,
+        resumed,
+        share,
+        clientGone,
+      );
       if (!started) share();
       return started;
     } catch (err) {
@@ -105,10 +129,11 @@ export class RunsService {
     principal: Principal,
     prepared: PreparedRun,
     incoming: StoredMessage[],
+    resumed: AnsweredInterrupt[],
     share: () => void,
     clientGone?: AbortSignal,
   ): Promise<StartedRun | undefined> {
-    const claimed = await this.conversations.claim({
+    const claimed = await this.claimWaiting({
       threadId: input.threadId,
       runId: input.runId,
       resourceId: principal.resourceId,
@@ -126,8 +151,18 @@ export class RunsService {
       await this.cancelUnstarted(prepared);
       return undefined;
     }
+    if (resumed.length) {
+      const { principal: who, runId } = prepared;
+      if (!(await this.interrupts.answer(resumed, who.resourceId, who.resourceId, runId))) {
+        await this.cancelUnstarted(prepared, 'Its interrupts were answered by another run');
+        throw new DomainError(
+          'INTERRUPT_ALREADY_RESOLVED',
+          'An interrupt was answered by another run meanwhile',
+        );
+      }
+    }
     // Made here, not in the subscription, so that the closures below keep the run and not the history.
-    const execution = new RunExecution(prepared, this.deps, claimed.history);
+    const execution = new RunExecution(prepared, this.deps, claimed.history, resumed);
     const events$: Subscribable<AguiEvent> = {
       subscribe: (reader) => {
         execution.start();
@@ -145,19 +180,43 @@ export class RunsService {
   }
 
   /**
+   * The claim; a busy thread whose run here is ending (its client just left) is claimed once it
+   * ended. The end of a run elsewhere, or one that ended here a moment ago, is in flight: tried once
+   * more after a moment.
+   */
+  private async claimWaiting(claim: ClaimRun): Promise<Claimed> {
+    try {
+      return await this.conversations.claim(claim);
+    } catch (err) {
+      if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
+      if (!(await this.live.ended(claim.threadId, BUSY_THREAD_WAIT_MS)))
+        await new Promise((resolve) => setTimeout(resolve, BUSY_THREAD_RETRY_MS));
+      return this.conversations.claim(claim);
+    }
+  }
+
+  /**
    * One run's events: RUN_STARTED on subscription (the guard's), its chunks translated and guarded,
    * then the terminal event once the end is recorded. The engine starts right behind RUN_STARTED,
    * never held back for other requests' admissions: under a burst its first content comes sooner.
    */
   private events(run: RunExecution): Observable<AguiEvent> {
     const { threadId, runId } = run.prepared;
-    const { messages, call } = run.agentCall();
-    return run.inSpan(this.runner.stream(run.prepared.agent.agent, messages, call)).pipe(
+    const engine = () => {
+      const { messages, call } = run.agentCall();
+      return this.runner.stream(run.prepared.agent.agent, messages, call);
+    };
+    // A resumed run first shows the results of the approvals it answers; the model sees them after their calls.
+    const source = run.resumed.length
+      ? concat(from(run.resumedResults()).pipe(mergeMap((chunks) => from(chunks))), defer(engine))
+      : engine();
+    return run.inSpan(source).pipe(
       run.ownToolCalls(),
       translate(),
       guardLifecycle({
         threadId,
         runId,
+        adopted: run.resumed.map((r) => r.toolCallId),
         results: run.results,
         warn: (message) => this.log.warn(`run ${runId}: ${message}`),
         end: (stopped, closeOpen) =>
@@ -171,8 +230,8 @@ export class RunsService {
   }
 
   /** A run whose client left before its stream began: recorded at once, so its thread is free. */
-  private async cancelUnstarted(run: PreparedRun): Promise<void> {
-    const end = { status: 'cancelled', code: 'CANCELLED', message: 'The client disconnected' } as const;
+  private async cancelUnstarted(run: PreparedRun, message = 'The client disconnected'): Promise<void> {
+    const end = { status: 'cancelled', code: 'CANCELLED', message } as const;
     try {
       await this.conversations.endRun({
         runId: run.runId,
@@ -204,6 +263,19 @@ export class RunsService {
         ? { error: { code: run.errorCode, message: run.errorMessage ?? run.errorCode } }
         : {}),
       pendingToolCalls: active ? await this.toolCalls.pending(run.id, run.resourceId) : [],
+      ...(await this.interruptsOf(run.id, run.resourceId)),
+    };
+  }
+
+  /** The run's open interrupts and the answers given to them (absent when none). */
+  private async interruptsOf(
+    runId: string,
+    resourceId: string,
+  ): Promise<Pick<RunView, 'interrupts' | 'approvals'>> {
+    const { interrupts, approvals } = await this.interrupts.ofRun(runId, resourceId);
+    return {
+      ...(interrupts.length ? { interrupts } : {}),
+      ...(approvals.length ? { approvals } : {}),
     };
   }
 

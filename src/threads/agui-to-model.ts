@@ -64,9 +64,13 @@ function toolOutput(m: StoredMessage): ToolResultOutput {
 /**
  * AG-UI messages → model messages. `activity` and `reasoning` never reach the model; `developer`
  * becomes `system`; tool results carry the name of the call they answer, and a result without its
- * call is left out.
+ * call is left out. `toolName` gives a tool's name as the model knows it (an alias for a name a
+ * provider cannot take).
  */
-export function aguiToModelMessages(messages: StoredMessage[]): ModelMessage[] {
+export function aguiToModelMessages(
+  messages: StoredMessage[],
+  toolName: (name: string) => string = (name) => name,
+): ModelMessage[] {
   const toolNames = new Map<string, string>();
   const out: ModelMessage[] = [];
   for (const m of messages) {
@@ -86,11 +90,12 @@ export function aguiToModelMessages(messages: StoredMessage[]): ModelMessage[] {
         const parts: Array<TextPart | ToolCallPart> = [];
         if (typeof m.content === 'string' && m.content) parts.push({ type: 'text', text: m.content });
         for (const call of m.toolCalls ?? []) {
-          toolNames.set(call.id, call.function.name);
+          const name = toolName(call.function.name);
+          toolNames.set(call.id, name);
           parts.push({
             type: 'tool-call',
             toolCallId: call.id,
-            toolName: call.function.name,
+            toolName: name,
             input: parseArgs(call.function.arguments),
           });
         }

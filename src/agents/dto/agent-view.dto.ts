@@ -6,6 +6,12 @@ export class AgentToolView {
 
   @ApiProperty()
   description: string;
+
+  @ApiPropertyOptional({
+    description:
+      'A person approves each call before it runs: the run ends with an AG-UI interrupt, answered by `resume` in a later run',
+  })
+  requiresApproval?: boolean;
 }
 
 export class AgentCapabilitiesView {

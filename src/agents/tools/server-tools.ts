@@ -1,4 +1,5 @@
 import { createTool } from '@mastra/core/tools';
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { evaluate } from './calculator';
 
@@ -29,4 +30,17 @@ export const calculatorTool = createTool({
     'Evaluates an arithmetic expression: + - * / % ^, parentheses, sqrt, abs, round, floor, ceil, min, max, pi, e.',
   inputSchema: z.object({ expression: z.string().min(1).max(1000) }),
   execute: ({ expression }) => Promise.resolve({ expression, result: evaluate(expression) }),
+});
+
+/**
+ * A harmless demonstration of approvals (CONTRACT section 9): it publishes nothing anywhere, it
+ * only answers as if it had. Mastra's own `requireApproval` flag marks it; the run stops at the call
+ * and asks (an AG-UI interrupt) before it executes.
+ */
+export const publishNoteTool = createTool({
+  id: 'publish_note',
+  description: 'Publishes a short note for everyone to read. A person must approve each note first.',
+  inputSchema: z.object({ text: z.string().min(1).max(2000) }),
+  requireApproval: true,
+  execute: ({ text }) => Promise.resolve({ published: true, noteId: randomUUID(), text }),
 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
   ArrayUnique,
   IsArray,
   IsIn,
@@ -29,6 +30,10 @@ export const MESSAGE_ROLES = [
 ] as const;
 export type MessageRole = (typeof MESSAGE_ROLES)[number];
 
+/** Tool names as clients send them, MCP style included (`server.tool`, `a/b`); aliased for the model where needed. */
+const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.:/-]{1,128}$/;
+const TOOL_NAME_MESSAGE = '$property must be 1-128 letters, digits, _ - . : or /';
+
 /** Ids name threads, runs, messages and tool calls: see common/ids.ts. */
 const ID_PROPERTY = ID_SCHEMA;
 
@@ -45,9 +50,9 @@ export const ANY_JSON_VALUE = {
 };
 
 export class FunctionCallDto {
-  @ApiProperty({ pattern: '^[A-Za-z0-9_.:-]{1,128}$', example: 'get_weather' })
+  @ApiProperty({ pattern: TOOL_NAME_PATTERN.source, example: 'get_weather' })
   @IsString()
-  @Matches(/^[A-Za-z0-9_.:-]{1,128}$/, { message: '$property must be a tool name' })
+  @Matches(TOOL_NAME_PATTERN, { message: TOOL_NAME_MESSAGE })
   name: string;
 
   @ApiProperty({
@@ -144,9 +149,14 @@ export class MessageDto {
 }
 
 export class ToolDto {
-  @ApiProperty({ pattern: '^[A-Za-z0-9_-]{1,64}$', example: 'get_weather' })
+  @ApiProperty({
+    pattern: TOOL_NAME_PATTERN.source,
+    example: 'get_weather',
+    description:
+      'MCP-style names (`portal.get_positions`, `files/read`) included: a name a provider cannot take is aliased for the model and restored on the wire and in storage',
+  })
   @IsString()
-  @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: '$property must be 1-64 letters, digits, _ or -' })
+  @Matches(TOOL_NAME_PATTERN, { message: TOOL_NAME_MESSAGE })
   name: string;
 
   @ApiPropertyOptional({ maxLength: 10_000, description: 'Optional, as in AG-UI' })
@@ -175,6 +185,31 @@ export class ContextDto {
   @ApiProperty({ example: 'fr-FR' })
   @IsString()
   value: string;
+}
+
+/** AG-UI 1.0 `ResumeEntry`: the answer to an interrupt of an earlier run (an approval). */
+export class ResumeEntryDto {
+  @ApiProperty({
+    ...ID_PROPERTY,
+    description: 'The id of the interrupt, from `RUN_FINISHED.outcome.interrupts[].id`',
+  })
+  @IsString()
+  @Matches(ID_PATTERN, { message: ID_MESSAGE })
+  interruptId: string;
+
+  @ApiProperty({ enum: ['resolved', 'cancelled'], description: '`cancelled` declines the tool call' })
+  @IsIn(['resolved', 'cancelled'])
+  status: 'resolved' | 'cancelled';
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'For an approval: `{approved: true|false, reason?}`',
+    example: { approved: true },
+  })
+  @IsOptional()
+  @IsObject()
+  payload?: Record<string, unknown>;
 }
 
 /** AG-UI `RunAgentInput`, as CONTRACT section 2 and the seed require it. */
@@ -258,6 +293,21 @@ export class RunAgentInputDto {
   @IsOptional()
   @IsObject()
   forwardedProps?: Record<string, unknown>;
+
+  @ApiPropertyOptional({
+    type: [ResumeEntryDto],
+    maxItems: 32,
+    description:
+      'AG-UI 1.0: answers to interrupts of an earlier run of this thread (approvals); checked before any stream',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(32)
+  @IsObject({ each: true })
+  @ValidateNested({ each: true })
+  @Type(() => ResumeEntryDto)
+  @ArrayUnique((r: ResumeEntryDto) => r?.interruptId, { message: 'each interrupt is answered once' })
+  resume?: ResumeEntryDto[];
 }
 
 /**

@@ -17,6 +17,43 @@ export class PendingToolCallView {
   toolName: string;
 }
 
+export class InterruptView {
+  @ApiProperty({ description: 'Answer it with `RunAgentInput.resume[].interruptId`' })
+  id: string;
+
+  @ApiProperty({ enum: ['tool_approval'] })
+  reason: 'tool_approval';
+
+  @ApiProperty()
+  toolCallId: string;
+
+  @ApiProperty()
+  message: string;
+
+  @ApiProperty({ format: 'date-time' })
+  expiresAt: string;
+
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'What `resume[].payload` holds' })
+  responseSchema: Record<string, unknown>;
+}
+
+export class ApprovalView {
+  @ApiProperty()
+  toolCallId: string;
+
+  @ApiProperty({ example: 'publish_note' })
+  toolName: string;
+
+  @ApiProperty()
+  approved: boolean;
+
+  @ApiProperty({ description: 'The owner (resource) who answered' })
+  by: string;
+
+  @ApiProperty({ format: 'date-time' })
+  at: string;
+}
+
 /** A run as `GET /runs/:runId` shows it (CONTRACT section 1). */
 export class RunView {
   @ApiProperty()
@@ -42,6 +79,19 @@ export class RunView {
 
   @ApiProperty({ type: [PendingToolCallView], description: 'The frontend tool calls the run waits for' })
   pendingToolCalls: PendingToolCallView[];
+
+  @ApiPropertyOptional({
+    type: [InterruptView],
+    description:
+      'Tool calls the run stopped at for approval, not answered yet (AG-UI 1.0 interrupts, for every client)',
+  })
+  interrupts?: InterruptView[];
+
+  @ApiPropertyOptional({
+    type: [ApprovalView],
+    description: "The answers given to the run's interrupts: who, when",
+  })
+  approvals?: ApprovalView[];
 }
 
 /** The answer of the tool-result and cancel routes (202). */
