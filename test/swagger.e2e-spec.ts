@@ -212,7 +212,7 @@ describe('OpenAPI document at /docs-json', () => {
     expect(examplesOf('post', '/run', '400').VALIDATION_FAILED.value.details).toEqual([
       { path: expect.any(String), message: expect.any(String) },
     ]);
-    expect(Object.keys(examplesOf('post', '/run', '429'))).toEqual(['RATE_LIMITED']);
+    expect(Object.keys(examplesOf('post', '/run', '429'))).toEqual(['RATE_LIMITED', 'TOO_MANY_ACTIVE_RUNS']);
     expect(Object.keys(examplesOf('post', '/threads', '409'))).toEqual(['THREAD_ID_CONFLICT']);
     expect(Object.keys(examplesOf('post', '/runs/{runId}/cancel', '409'))).toEqual(['RUN_NOT_ACTIVE']);
     expect(Object.keys(examplesOf('get', '/threads', '403'))).toEqual(['FORBIDDEN']);
@@ -334,6 +334,8 @@ describe('OpenAPI document at /docs-json', () => {
       'finishedAt',
       'error',
       'pendingToolCalls',
+      'interrupts',
+      'approvals',
     ]);
     expect(props('AgentView')).toEqual(['id', 'name', 'description', 'modelId', 'tools', 'capabilities']);
     expect(props('AgentsList')).toEqual(['agents', 'defaultAgentId']);

@@ -348,8 +348,10 @@ describe('a frontend tool result posted before its call is registered', () => {
   beforeAll(async () => {
     // Lost results surface as timeouts: short, so a regression fails fast instead of hanging.
     const env = { RATE_LIMIT_PER_MINUTE: '100000', FRONTEND_TOOL_TIMEOUT_MS: '3000' };
-    // A's single connection queues its runs' registrations behind their other queries, as a busy pool does.
-    a = await startApp({ ...env, DATABASE_POOL_SIZE: '1' });
+    // A's small pool queues its runs' registrations behind their other queries, as a busy pool does. Two
+    // connections, not one: TOOL_CALL_START is stored before it is sent, and a held registration on
+    // the only connection would keep it from ever reaching the test.
+    a = await startApp({ ...env, DATABASE_POOL_SIZE: '2' });
     b = await startApp(env);
   });
   afterAll(() => Promise.all([a.close(), b.close()]));
