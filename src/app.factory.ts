@@ -16,7 +16,7 @@ import { SafeInputPipe } from './common/safe-input';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
 import { buildInfo } from './common/build-info';
-import { runExample } from './runs/dto/run-agent-input.dto';
+import { runExample } from './protocol/run-agent-input.dto';
 import { startTracing, traceRequests, tracingOn } from './ops/tracing';
 import { servePlayground } from './playground/playground';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, ConsoleMessage } from 'playwright-core';
 import { ERROR_CODES, ERROR_STATUS } from '../src/common/errors';
-import { RUN_ERROR_CODES } from '../src/runs/agui-events';
+import { RUN_ERROR_CODES } from '../src/protocol/agui-events';
 import { startApp, TestApp } from './support/app';
 import { runToFrames } from './support/sse';
 import { launchChromium } from './support/chromium';

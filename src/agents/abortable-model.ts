@@ -3,7 +3,6 @@ import { resolveModelConfig } from '@mastra/core/llm';
 import type { RequestContext } from '@mastra/core/request-context';
 import { Span, SpanKind } from '@opentelemetry/api';
 import { endWithError, startSpan, tracingOn, withSpan, withTraceHeaders } from '../ops/tracing';
-import type { Pace } from '../runs/starts-first';
 import { RUN_CONTEXT_KEY, RunToolContext } from './tools/run-tools';
 
 type ModelCall = { abortSignal?: AbortSignal; headers?: Record<string, string | undefined> };
@@ -64,81 +63,15 @@ async function tracedStream(model: CallableModel, options: ModelCall): Promise<S
   return { ...result, stream };
 }
 
-/** The parts that are the run's first content: from the first of them on, its parts are paced. */
-const CONTENT_PARTS = new Set([
-  'text-delta',
-  'reasoning-delta',
-  'tool-input-start',
-  'tool-call',
-  'finish',
-  'error',
-]);
-
-/**
- * The source of a paced stream: the call's stream, its parts after the run's first content each
- * taken in the run's turn (StartsFirst). A class, not closures: one is held per open run.
- */
-class PacedSource implements UnderlyingDefaultSource<StreamPart> {
-  private shown = false;
-
-  constructor(
-    private readonly reader: ReadableStreamDefaultReader<StreamPart>,
-    private readonly pace: Pace,
-  ) {}
-
-  pull(controller: ReadableStreamDefaultController<StreamPart>): Promise<void> | void {
-    const turn = this.shown ? this.pace.turn() : undefined;
-    if (turn) return turn.then(() => this.take(controller));
-    return this.take(controller);
-  }
-
-  cancel(reason: unknown): Promise<void> {
-    this.pace.started();
-    return this.reader.cancel(reason);
-  }
-
-  private take(controller: ReadableStreamDefaultController<StreamPart>): Promise<void> {
-    return this.reader.read().then(
-      ({ done, value }) => {
-        if (done) {
-          this.pace.started();
-          return controller.close();
-        }
-        if (!this.shown && CONTENT_PARTS.has(value.type)) {
-          this.shown = true;
-          this.pace.started();
-        }
-        controller.enqueue(value);
-      },
-      (err: unknown) => {
-        this.pace.started();
-        throw err;
-      },
-    );
-  }
-}
-
-function paced(result: StreamResult, pace: Pace): StreamResult {
-  // Read only when Mastra reads: a part read ahead would not wait for its turn.
-  result.stream = new ReadableStream(new PacedSource(result.stream.getReader(), pace), { highWaterMark: 0 });
-  return result;
-}
-
-/**
- * The model with `signal` added to the abort signal of every call it is given, and its streams
- * paced by `pace` when given.
- */
-export function withAbortSignal<M extends object>(model: M, signal: AbortSignal, pace?: Pace): M {
+/** The model with `signal` added to the abort signal of every call it is given. */
+export function withAbortSignal<M extends object>(model: M, signal: AbortSignal): M {
   const calls = model as unknown as CallableModel;
   const signalOf = (options: ModelCall) =>
     options.abortSignal ? AbortSignal.any([options.abortSignal, signal]) : signal;
-  const stream = async (o: ModelCall): Promise<StreamResult> => {
-    const result = await (tracingOn()
+  const stream = (o: ModelCall): PromiseLike<StreamResult> =>
+    tracingOn()
       ? tracedStream(calls, { ...o, abortSignal: signalOf(o) })
-      : calls.doStream({ ...o, abortSignal: signalOf(o) }));
-    // A run that starts alone is not paced (no stream layer on its every part): under a burst, runs start together.
-    return pace?.crowded() ? paced(result, pace) : result;
-  };
+      : calls.doStream({ ...o, abortSignal: signalOf(o) });
   return new Proxy(model, {
     get(target, property) {
       if (property === 'doStream') return stream;
@@ -155,9 +88,6 @@ export function withAbortSignal<M extends object>(model: M, signal: AbortSignal,
 /** The request-context key of the signal that aborts a call's provider requests (set by MastraRunner). */
 export const MODEL_SIGNAL_KEY = 'io-bridge.model-signal';
 
-/** The request-context key of the run's pace (StartsFirst), set by MastraRunner when the run has one. */
-export const MODEL_PACE_KEY = 'io-bridge.model-pace';
-
 /**
  * The agent's model, bound per call to the run it serves: the call's abort signal (or else the run's)
  * reaches the provider call itself (its HTTP request, the scripted model's timers). A run does not hand that
@@ -172,7 +102,6 @@ export function abortableModel(config: MastraModelConfig) {
     const signal =
       requestContext.get<string, AbortSignal | undefined>(MODEL_SIGNAL_KEY) ??
       requestContext.get<string, RunToolContext | undefined>(RUN_CONTEXT_KEY)?.signal;
-    const pace = requestContext.get<string, Pace | undefined>(MODEL_PACE_KEY);
-    return signal ? withAbortSignal(model, signal, pace) : model;
+    return signal ? withAbortSignal(model, signal) : model;
   };
 }
