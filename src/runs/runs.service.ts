@@ -17,7 +17,8 @@ import { LiveRuns } from './engine/live-runs';
 import { MastraRunner } from './engine/mastra-runner';
 import { translate } from './engine/mastra-to-agui';
 import { RunDeps, RunExecution } from './engine/run-execution';
-import { guardLifecycle } from './engine/run-lifecycle';
+import { ownToolCalls } from './tools/own-tool-calls';
+import { guardLifecycle } from './engine/lifecycle-guard';
 import { PreparedRun, RunPreparer } from './engine/run-preparer';
 import { Claimed, ClaimRun, ConversationStore } from './storage/conversation.store';
 import { RunLeases } from './engine/run-leases';
@@ -204,7 +205,7 @@ export class RunsService {
       ? concat(from(run.resumedResults()).pipe(mergeMap((chunks) => from(chunks))), defer(engine))
       : engine();
     return run.inSpan(source).pipe(
-      run.ownToolCalls(),
+      ownToolCalls(run.tools),
       translate(),
       guardLifecycle({
         threadId,

@@ -1,37 +1,29 @@
-import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { safeErrorMessage } from '../../common/errors';
-import {
-  MonoTypeOperatorFunction,
-  Observable,
-  Observer,
-  Subscribable,
-  Subscriber,
-  Unsubscribable,
-} from 'rxjs';
+import { Observable, Subscribable } from 'rxjs';
+import { Span, SpanKind } from '@opentelemetry/api';
 import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../../agents/tools/run-tools';
+import { linearTimeSchema } from '../../common/json-schema';
+import { isDatabaseUnavailable } from '../../database/database-errors';
+import { Metrics } from '../../ops/metrics.service';
+import { ownerHash, startSpan, tracingOn, withSpan } from '../../ops/tracing';
+import { AguiEvent, RunErrorCode, TERMINAL_TYPES } from '../../protocol/agui-events';
+import type { RunFinishedOutcome } from '../../protocol/outcomes';
 import { aguiToModelMessages } from '../../threads/agui-to-model';
 import { MessageCollector } from '../../threads/message-collector';
 import { StoredMessage } from '../../threads/message-format';
-import { TITLE_PROMPT } from '../../agents/prompts';
-import { linearTimeSchema } from '../../common/json-schema';
-import { isDatabaseUnavailable } from '../../database/database-errors';
-import { Span, SpanKind } from '@opentelemetry/api';
-import { endWithError, ownerHash, startSpan, tracingOn, withSpan } from '../../ops/tracing';
-
-import { AguiEvent, RunErrorCode, TERMINAL_TYPES } from '../../protocol/agui-events';
-import { FrontendToolBroker } from '../tools/frontend-tools.broker';
-import { Metrics } from '../../ops/metrics.service';
-import { MastraChunk, Outcome } from './mastra-to-agui';
-import { AgentCall } from './mastra-runner';
-import { ReportedResult, Stopped, Terminal } from './run-lifecycle';
-import { PreparedRun } from './run-preparer';
 import { ConversationStore } from '../storage/conversation.store';
-import { LeaseHolder, RunLeases } from './run-leases';
-import { RunEnd } from '../storage/runs.repository';
+import { AnsweredInterrupt, InterruptsRepository } from '../storage/interrupts.repository';
 import { ToolCallsRepository } from '../storage/tool-calls.repository';
-import { AnsweredInterrupt, ApprovalRequest, InterruptsRepository } from '../storage/interrupts.repository';
-import type { RunFinishedOutcome } from '../../protocol/outcomes';
+import { FrontendToolBroker } from '../tools/frontend-tools.broker';
+import { resumedResults } from '../tools/resumed-approvals';
+import { RunToolCalls } from '../tools/run-tool-calls';
+import { MastraChunk } from './mastra-to-agui';
+import { AgentCall } from './mastra-runner';
+import { DATABASE_UNAVAILABLE, decideEnding, Ending, endRunSpan, StopReason, unrecorded } from './run-ending';
+import { LeaseHolder, RunLeases } from './run-leases';
+import { ReportedResult, Stopped, Terminal } from './lifecycle-guard';
+import { PreparedRun } from './run-preparer';
+import { generateTitle } from './thread-title';
 
 export type { PreparedRun };
 
@@ -47,31 +39,6 @@ export type RunDeps = {
   log: Logger;
 };
 
-type Ending = {
-  end: RunEnd;
-  terminal: { code: RunErrorCode; message: string; outcome?: RunFinishedOutcome } | undefined;
-  result?: unknown;
-  /** Frontend calls left for the client to answer in its next run (ag-ui). */
-  pending?: string[];
-  /** Calls stopped at for a person's approval. */
-  approvals?: ApprovalRequest[];
-};
-
-/** A tool call the model made in this run: its client name, arguments and assistant message. */
-type ModelCall = { toolName: string; args: unknown; messageId?: string };
-
-const DATABASE_UNAVAILABLE = 'The database is unavailable; retry later';
-
-/** Why a run stopped when it was not the model's doing. */
-export class StopReason extends Error {
-  constructor(
-    readonly code: RunErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 /**
  * One run on this instance, as far as it is more than its event stream: its stop signal, what its
  * tools report (results as soon as they exist, frontend waits), what it showed (the lease's
@@ -80,13 +47,8 @@ export class StopReason extends Error {
  */
 export class RunExecution implements RunToolContext, LeaseHolder {
   private readonly abort = new AbortController();
-  /** Tool calls registered for a frontend result, and those whose tool reported its result (made on first use). */
-  private frontendCalls: Set<string> | undefined;
-  private reported: Set<string> | undefined;
-  private readonly reports = new ReportedResults();
-  /** The model's tool calls in this run, and those that got a result (made on first use). */
-  private calls: Map<string, ModelCall> | undefined;
-  private resulted: Set<string> | undefined;
+  /** The model's tool calls in this run and what became of them. */
+  readonly tools: RunToolCalls;
   private readonly collector = new MessageCollector();
   /** Events shown so far: the lease checkpoints what the client saw when this moves. */
   private shown = 0;
@@ -107,7 +69,9 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     private history: StoredMessage[] = [],
     /** Approvals answered by this run's `resume`: their calls run (or are declined) before the model goes on. */
     readonly resumed: AnsweredInterrupt[] = [],
-  ) {}
+  ) {
+    this.tools = new RunToolCalls(prepared, deps.toolCalls);
+  }
 
   get threadId(): string {
     return this.prepared.threadId;
@@ -158,7 +122,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
 
   /** Tool results reported by the tools themselves, for the guard to place after their TOOL_CALL_END. */
   get results(): Subscribable<ReportedResult> {
-    return this.reports;
+    return this.tools.results;
   }
 
   /**
@@ -239,133 +203,11 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   }
 
   /**
-   * The run's part in the chunk stream: Mastra's copy of a result a tool reported itself is dropped;
-   * a frontend tool call is registered before it goes on (so before its TOOL_CALL_END), the chunks
-   * behind it waiting, in order; a frontend call Mastra refused (arguments not matching the schema)
-   * is abandoned. (concatMap would do the same at the cost of an inner subscription per chunk and
-   * closures held per run.)
+   * The results of the approvals this run's `resume` answered, as the engine would report them;
+   * each joins the history the model sees.
    */
-  ownToolCalls(): MonoTypeOperatorFunction<MastraChunk> {
-    return (chunks) =>
-      new Observable<MastraChunk>((subscriber) => chunks.subscribe(new OwnToolCalls(this, subscriber)));
-  }
-
-  /**
-   * What ownToolCalls() does with a chunk: drop it (false), pass it (true), or pass it once the
-   * returned registration of its frontend call is done.
-   */
-  screen(chunk: MastraChunk): boolean | Promise<void> {
-    const p = chunk.payload ?? {};
-    if (chunk.type === 'tool-result' || chunk.type === 'tool-error') {
-      (this.resulted ??= new Set()).add(p.toolCallId);
-      if (this.reported?.has(p.toolCallId)) return false;
-      if (this.frontendCalls?.has(p.toolCallId)) this.abandon(p.toolCallId);
-    }
-    if (chunk.type === 'tool-call') {
-      (this.calls ??= new Map()).set(p.toolCallId, {
-        toolName: this.prepared.aliases.client(p.toolName),
-        args: p.args,
-      });
-      if (this.prepared.frontendTools[p.toolName] !== undefined)
-        return this.registerFrontendCall(p.toolCallId, p.toolName);
-    }
-    return true;
-  }
-
-  /** The chunk with the tool's name as the client knows it (the model may know an alias). */
-  clientNamed(chunk: MastraChunk): MastraChunk {
-    const name: unknown = chunk.payload?.toolName;
-    if (this.prepared.aliases.empty || typeof name !== 'string') return chunk;
-    const client = this.prepared.aliases.client(name);
-    return client === name ? chunk : { ...chunk, payload: { ...chunk.payload, toolName: client } };
-  }
-
-  /** An event shown: the assistant message of each tool call is kept for an approval request. */
-  private noteParent(event: AguiEvent): void {
-    if (event.type !== 'TOOL_CALL_START') return;
-    const call = this.calls?.get(event.toolCallId);
-    if (call) call.messageId = event.parentMessageId;
-    else
-      (this.calls ??= new Map()).set(event.toolCallId, {
-        toolName: event.toolCallName,
-        args: {},
-        messageId: event.parentMessageId,
-      });
-  }
-
-  /**
-   * The calls of the model's last step nobody answered: those needing approval (they stop the run
-   * with an interrupt) and the frontend calls of an `ag-ui` run (the client answers them next run).
-   */
-  private unanswered(): { pending: string[]; approvals: ApprovalRequest[] } {
-    const pending: string[] = [];
-    const approvals: ApprovalRequest[] = [];
-    const run = this.prepared;
-    for (const [toolCallId, call] of this.calls ?? []) {
-      if (this.resulted?.has(toolCallId) || this.reported?.has(toolCallId)) continue;
-      if (run.agent.approvalTools.has(call.toolName)) {
-        approvals.push({
-          toolCallId,
-          toolName: call.toolName,
-          args: call.args ?? {},
-          messageId: call.messageId,
-        });
-      } else if (run.clientProtocol === 'ag-ui' && run.frontendNames.has(call.toolName))
-        pending.push(toolCallId);
-    }
-    return { pending, approvals };
-  }
-
-  /**
-   * The results of the approvals this run's `resume` answered, as the engine would report them:
-   * an approved call runs now (its tool's own execute), a declined one tells the model so. Each
-   * result joins the history the model sees, after its call (added when the history lacks it).
-   */
-  async resumedResults(): Promise<MastraChunk[]> {
-    const chunks: MastraChunk[] = [];
-    const history = this.history;
-    const known = new Set(history.flatMap((m) => m.toolCalls?.map((c) => c.id) ?? []));
-    for (const answer of this.resumed) {
-      const tool = this.prepared.agent.approvalTools.get(answer.toolName);
-      let result: unknown;
-      if (!answer.approved || !tool?.execute) {
-        result = {
-          approved: false,
-          message: `A person declined this call of ${answer.toolName}${answer.reason ? `: ${answer.reason}` : ''}`,
-        };
-      } else {
-        try {
-          result = await tool.execute(answer.args, { abortSignal: this.signal });
-        } catch (err) {
-          result = { error: safeErrorMessage(err, 'Tool failed') };
-        }
-      }
-      if (!known.has(answer.toolCallId)) {
-        history.push({
-          id: answer.messageId ?? `${answer.toolCallId}-call`,
-          role: 'assistant',
-          toolCalls: [
-            {
-              id: answer.toolCallId,
-              type: 'function',
-              function: { name: answer.toolName, arguments: JSON.stringify(answer.args ?? {}) },
-            },
-          ],
-        });
-      }
-      const messageId = randomUUID();
-      history.push({
-        id: messageId,
-        role: 'tool',
-        toolCallId: answer.toolCallId,
-        content: typeof result === 'string' ? result : JSON.stringify(result ?? null),
-      });
-      chunks.push({
-        type: 'tool-result',
-        payload: { toolCallId: answer.toolCallId, toolName: answer.toolName, result, messageId },
-      });
-    }
-    return chunks;
+  resumedResults(): Promise<MastraChunk[]> {
+    return resumedResults(this.prepared, this.resumed, this.history, this.signal);
   }
 
   /**
@@ -374,29 +216,16 @@ export class RunExecution implements RunToolContext, LeaseHolder {
    */
   observe(event: AguiEvent): void {
     this.collector.observe(event);
-    this.noteParent(event);
+    this.tools.shown(event);
     this.shown++;
     if (!TERMINAL_TYPES.has(event.type)) return;
     this.terminalShown = true;
-    if (this.titleWanted && event.type === 'RUN_FINISHED') void this.generateTitle();
-  }
-
-  /** Recorded before TOOL_CALL_END goes out; a result posted earlier (on START) was kept and is claimed here. */
-  private async registerFrontendCall(toolCallId: string, toolName: string): Promise<void> {
-    const { runId, principal } = this.prepared;
-    await this.deps.toolCalls.register(runId, principal.resourceId, toolCallId, toolName);
-    (this.frontendCalls ??= new Set()).add(toolCallId);
-  }
-
-  private abandon(toolCallId: string): void {
-    void this.deps.toolCalls
-      .abandon(this.prepared.runId, this.prepared.principal.resourceId, toolCallId)
-      .catch(() => undefined);
+    if (this.titleWanted && event.type === 'RUN_FINISHED')
+      void generateTitle(this.prepared, this.deps.conversations, this.deps.log);
   }
 
   reportResult(toolCallId: string, content: unknown): void {
-    (this.reported ??= new Set()).add(toolCallId);
-    this.reports.next({ toolCallId, content });
+    this.tools.report({ toolCallId, content });
   }
 
   async waitForFrontendResult(toolCallId: string): Promise<ToolResult> {
@@ -425,8 +254,17 @@ export class RunExecution implements RunToolContext, LeaseHolder {
    */
   async end({ outcome, failure }: Stopped, closeOpen: () => void): Promise<Terminal> {
     this.deps.broker.untrack(this.runId);
-    this.reports.complete();
-    const ending = this.ending(outcome, failure);
+    this.tools.results.complete();
+    const ending = decideEnding(
+      {
+        run: this.prepared,
+        signal: this.abort.signal,
+        log: this.deps.log,
+        unanswered: () => this.tools.unanswered(),
+      },
+      outcome,
+      failure,
+    );
     // The ending is decided: a lease lost from now on changes nothing (and endRun then writes nothing).
     this.deps.leases.release(this.runId, this);
     let code: RunErrorCode | undefined;
@@ -435,7 +273,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
       code = 'code' in terminal ? terminal.code : undefined;
       return terminal;
     } finally {
-      if (this.span) this.endSpan(ending.end.status, code, this.span);
+      if (this.span) endRunSpan(this.span, ending.end.status, code);
       this.deps.metrics.activeRuns.dec();
       this.deps.metrics.runOutcomes.inc({ status: ending.end.status, code: ending.end.code ?? 'none' });
       if (this.startedAt) {
@@ -445,75 +283,6 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         );
       }
     }
-  }
-
-  private ending(outcome: Outcome | undefined, failure: unknown): Ending {
-    const signal = this.abort.signal;
-    if (signal.aborted) {
-      const reason =
-        signal.reason instanceof StopReason
-          ? signal.reason
-          : new StopReason('CANCELLED', 'The run was cancelled');
-      return {
-        end: {
-          status: reason.code === 'CANCELLED' ? 'cancelled' : 'error',
-          code: reason.code,
-          message: reason.message,
-        },
-        terminal: { code: reason.code, message: reason.message, ...this.cancelledOutcome(reason.code) },
-      };
-    }
-    if (failure !== undefined && isDatabaseUnavailable(failure)) {
-      this.deps.log.warn(`run ${this.prepared.runId}: database unavailable: ${(failure as Error).message}`);
-      return failed('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
-    }
-    if (failure !== undefined) {
-      this.deps.log.error(
-        failure instanceof Error ? (failure.stack ?? failure.message) : 'run failed',
-        `run ${this.prepared.runId}`,
-      );
-      return failed('INTERNAL', 'The run failed unexpectedly');
-    }
-    switch (outcome?.kind) {
-      case 'finished': {
-        const { pending, approvals } = this.unanswered();
-        return {
-          end: { status: 'finished' },
-          terminal: undefined,
-          result: outcome.result,
-          ...(pending.length ? { pending } : {}),
-          ...(approvals.length ? { approvals } : {}),
-        };
-      }
-      case 'error':
-        this.deps.log.warn(`run ${this.prepared.runId}: the model failed: ${outcome.message}`);
-        return failed(
-          outcome.structuredOutput ? 'STRUCTURED_OUTPUT_INVALID' : 'MODEL_ERROR',
-          outcome.message,
-        );
-      case 'aborted': {
-        const ending = failed('CANCELLED', 'The run was cancelled', 'cancelled');
-        return { ...ending, terminal: { ...ending.terminal!, ...this.cancelledOutcome('CANCELLED') } };
-      }
-      default:
-        return failed('MODEL_ERROR', 'The model stream ended unexpectedly');
-    }
-  }
-
-  /** An AG-UI 1.x run of an `ag-ui` client that was cancelled ends RUN_FINISHED outcome cancelled, not RUN_ERROR. */
-  private cancelledOutcome(code: RunErrorCode): { outcome?: RunFinishedOutcome } {
-    const run = this.prepared;
-    return code === 'CANCELLED' && run.agUi1 && run.clientProtocol === 'ag-ui'
-      ? { outcome: { type: 'cancelled' } }
-      : {};
-  }
-
-  private endSpan(status: RunEnd['status'], code: RunErrorCode | undefined, span: Span): void {
-    const outcome = code && status === 'finished' ? 'error' : status;
-    span.setAttribute('io_bridge.run.outcome', outcome);
-    if (code) span.setAttribute('io_bridge.run.error_code', code);
-    if (outcome === 'error') endWithError(span, code ?? 'error');
-    else span.end();
   }
 
   /**
@@ -539,9 +308,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         outcome = { type: 'interrupt', interrupts };
       } catch (err) {
         this.deps.log.error(`run ${runId}: could not record its interrupts: ${(err as Error).message}`);
-        terminal = isDatabaseUnavailable(err)
-          ? { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE }
-          : { code: 'INTERNAL', message: 'The run could not be recorded' };
+        terminal = unrecorded(err);
         end = { status: 'error', ...terminal };
       }
     } else if (ending.pending) outcome = { type: 'success', pendingToolCallIds: ending.pending };
@@ -555,126 +322,12 @@ export class RunExecution implements RunToolContext, LeaseHolder {
       });
     } catch (err) {
       this.deps.log.error(`run ${this.prepared.runId}: could not record its end: ${(err as Error).message}`);
-      terminal ??= isDatabaseUnavailable(err)
-        ? { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE }
-        : { code: 'INTERNAL', message: 'The run could not be recorded' };
+      terminal ??= unrecorded(err);
     }
     if (terminal) return terminal;
     this.titleWanted = this.prepared.generateTitle && this.stores;
     // AG-UI 1.0 outcomes reach only a request that declared 1.x; the record keeps the interrupts for every client.
     if (this.prepared.agUi1) outcome ??= { type: 'success' };
     return { result: ending.result, ...(this.prepared.agUi1 && outcome ? { outcome } : {}) };
-  }
-
-  /** memoryOptions.generateTitle: the agent's model names the thread, after the run, off the stream's path. */
-  private async generateTitle(): Promise<void> {
-    const text = this.prepared.titleSource ?? '';
-    if (!text) return;
-    try {
-      const output = await this.prepared.agent.agent.stream(
-        [{ role: 'user', content: `${TITLE_PROMPT}${text.slice(0, 2000)}` }],
-        { maxSteps: 1, modelSettings: { maxOutputTokens: 32 } },
-      );
-      const title = (await output.text)
-        .trim()
-        .replace(/^["']|["']$/g, '')
-        .split('\n')[0]
-        .slice(0, 80);
-      if (title)
-        await this.deps.conversations.setTitleIfNone(
-          this.prepared.threadId,
-          this.prepared.principal.resourceId,
-          title,
-        );
-    } catch (err) {
-      this.deps.log.warn(`run ${this.prepared.runId}: title generation failed: ${(err as Error).message}`);
-    }
-  }
-}
-
-function failed(code: RunErrorCode, message: string, status: 'error' | 'cancelled' = 'error'): Ending {
-  return { end: { status, code, message }, terminal: { code, message } };
-}
-
-/**
- * One subscription of RunExecution.ownToolCalls(): chunks go on in order, those behind a frontend
- * call's registration once it is done. An object, not closures: it is held as long as the run streams.
- */
-class OwnToolCalls implements Observer<MastraChunk> {
-  /** Chunks behind a registration, in order (made when one waits). */
-  private behind: MastraChunk[] | undefined;
-  private registering = false;
-  private upstreamDone = false;
-
-  constructor(
-    private readonly run: RunExecution,
-    private readonly subscriber: Subscriber<MastraChunk>,
-  ) {}
-
-  next(chunk: MastraChunk): void {
-    if (!this.registering && !this.behind?.length) this.pass(chunk);
-    else (this.behind ??= []).push(chunk);
-  }
-
-  error(err: unknown): void {
-    this.subscriber.error(err);
-  }
-
-  complete(): void {
-    this.upstreamDone = true;
-    this.drain();
-  }
-
-  private pass(chunk: MastraChunk): void {
-    const screened = this.run.screen(chunk);
-    if (screened === true) return this.subscriber.next(this.run.clientNamed(chunk));
-    if (screened === false) return;
-    this.registering = true;
-    screened.then(
-      () => {
-        this.registering = false;
-        if (this.subscriber.closed) return;
-        this.subscriber.next(this.run.clientNamed(chunk));
-        this.drain();
-      },
-      (err: unknown) => this.subscriber.error(err),
-    );
-  }
-
-  private drain(): void {
-    while (!this.registering && this.behind?.length && !this.subscriber.closed)
-      this.pass(this.behind.shift()!);
-    if (!this.registering && this.upstreamDone) this.subscriber.complete();
-  }
-}
-
-/**
- * The results a run's tools report, for its one reader (the guard). Not a Subject: that would hold
- * an observers array, a subscriber and its finalizers per open run for what is one callback.
- */
-class ReportedResults implements Subscribable<ReportedResult>, Unsubscribable {
-  private reader: Partial<Observer<ReportedResult>> | undefined;
-  private done = false;
-
-  subscribe(reader: Partial<Observer<ReportedResult>>): Unsubscribable {
-    if (this.done) reader.complete?.();
-    else this.reader = reader;
-    return this;
-  }
-
-  /** The reader's unsubscription. */
-  unsubscribe(): void {
-    this.reader = undefined;
-  }
-
-  next(result: ReportedResult): void {
-    if (!this.done) this.reader?.next?.(result);
-  }
-
-  complete(): void {
-    if (this.done) return;
-    this.done = true;
-    this.reader?.complete?.();
-    this.reader = undefined;
   }
 }

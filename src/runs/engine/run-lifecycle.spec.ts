@@ -12,14 +12,8 @@ import { ScriptedModel } from '../../agents/scripted-model';
 import { AguiEvent, RUN_ERROR_CODES, RunErrorCode, UpstreamEvent } from '../../protocol/agui-events';
 import { MastraRunner } from './mastra-runner';
 import { MastraChunk, MastraToAgui, Outcome, translate, Translation } from './mastra-to-agui';
-import {
-  GuardOptions,
-  guardLifecycle,
-  ReportedResult,
-  RunLifecycle,
-  Stopped,
-  Terminal,
-} from './run-lifecycle';
+import { GuardOptions, guardLifecycle, ReportedResult, Stopped, Terminal } from './lifecycle-guard';
+import { RunLifecycle } from './run-lifecycle';
 
 const THREAD = 'thread-1';
 const RUN = 'run-1';

@@ -8,15 +8,15 @@ import { APP_CONFIG } from '../../config/config.module';
 import { PgNotifications } from '../../database/pg-notifications.service';
 import { Metrics } from '../../ops/metrics.service';
 import { AguiEvent } from '../../protocol/agui-events';
-import { RunLifecycle } from '../engine/run-lifecycle';
-import { frame, parseFrames, RunLog } from './run-log';
+import { RunLog } from './run-log';
+import { RunLogWriter } from './run-log-writer';
+import { endOrphanedLog } from './orphaned-log';
 import {
   Chunk,
   parseAnnouncement,
   READ_PAGE,
   RUN_EVENTS_CHANNEL,
   RunEventsRepository,
-  StoredChunk,
 } from '../storage/run-events.repository';
 import { isActiveStatus, Run } from '../storage/run.entity';
 import { RunsRepository } from '../storage/runs.repository';
@@ -36,8 +36,6 @@ const ORPHAN_AFTER_MS = 3_000;
 const SWEEP_MS = 60_000;
 /** How often writes that failed are tried again. */
 const RETRY_MS = 1_000;
-/** Writes of run events in flight at once (each takes what the runs produced meanwhile: a group commit). */
-const MAX_WRITES = 2;
 
 /** A stream following a run's storage, told of each announced write (its chunk when the frames came with it). */
 type Follower = (chunk: Chunk | undefined) => void;
@@ -47,9 +45,8 @@ export type Join = (writer: SseWriter) => void;
 
 /**
  * The event logs of runs, and every stream of them (issue 13, resumable runs). A run's own instance
- * keeps its log (RunLog) and serves its readers from memory, each chunk once it is stored: what the
- * runs produced is written at once, one statement for all of them while the previous is in flight
- * (a group commit: statements follow the database's pace, not the number of runs or events). A
+ * keeps its log (RunLog) and serves its readers from memory, each chunk once it is stored
+ * (RunLogWriter: a group commit of every run's new chunks). A
  * reader on another instance (or one behind) reads storage, then follows the writes the owner
  * announces (NOTIFY). When the last reader of a live run leaves, the run is stopped, after the
  * run's disconnect grace period if it has one. Logs are deleted RUN_EVENTS_RETENTION_MS after their
@@ -61,8 +58,6 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   private readonly instance = randomUUID();
   /** Logs of runs on this instance, until the log is complete and stored. */
   private readonly logs = new Map<string, RunLog>();
-  /** Logs ended but not stored yet (a write failed), kept until the retention passes. */
-  private readonly completedAt = new Map<string, number>();
   /** Instances following a run here: run → instance → [expiry, release of its reader]. */
   private readonly watchers = new Map<string, Map<string, { expires: number; release?: () => void }>>();
   /** Streams on this instance following a run's storage: run → what each does with an announced write. */
@@ -70,12 +65,9 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   /** Streams following storage, so a draining instance can close them. */
   private readonly following = new Set<SseWriter>();
   private timers: NodeJS.Timeout[] = [];
-  /** Logs with chunks to store, for the next write. */
-  private readonly due = new Set<RunLog>();
-  private writes = 0;
-  private writeScheduled = false;
+  private readonly writer: RunLogWriter;
   /** Every log's `produced`: one function for all of them, not a closure per open run. */
-  private readonly onProduced = (log: RunLog) => this.produced(log);
+  private readonly onProduced = (log: RunLog) => this.writer.produced(log);
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -83,7 +75,15 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     private readonly runs: RunsRepository,
     private readonly notifications: PgNotifications,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.writer = new RunLogWriter(
+      events,
+      this.logs,
+      (runId) => this.watchers.has(runId),
+      config.runEvents.retentionMs,
+      this.log,
+    );
+  }
 
   onModuleInit(): void {
     this.notifications.on(RUN_EVENTS_CHANNEL, (payload) => {
@@ -99,7 +99,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
       timer.unref();
       this.timers.push(timer);
     };
-    every(RETRY_MS, () => this.retry());
+    every(RETRY_MS, () => this.writer.retry());
     every(WATCH_REFRESH_MS, () => this.refreshWatches());
     every(SWEEP_MS, () => void this.sweep());
   }
@@ -108,10 +108,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.timers.forEach(clearInterval);
     this.timers = [];
-    for (let i = 0; i < 3 && [...this.logs.values()].some((l) => l.unstored.length); i++) {
-      await this.write([...this.logs.values()].filter((log) => !log.writing));
-      while (this.writes) await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await this.writer.flush();
     for (const log of this.logs.values()) log.close();
   }
 
@@ -281,121 +278,14 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
 
   /**
    * Whether the run ended without a terminal event in its log (its instance died, and another
-   * recorded it INTERRUPTED); if so, the log is ended as the run was recorded: what was open is
-   * closed, then RUN_ERROR. Stored first-come, so every reader gets the same frames.
+   * recorded it INTERRUPTED); if so, the log is ended as the run was recorded.
    */
   private async orphaned(runId: string): Promise<boolean> {
     const run = await this.runs.findOne(runId, ANY_OWNER);
     if (!run || isActiveStatus(run.status) || this.logs.has(runId)) return false;
     if (!run.finishedAt || Date.now() - run.finishedAt.getTime() < ORPHAN_AFTER_MS) return false;
-    const chunks = await this.events.after(runId, 0);
-    if (chunks.at(-1)?.terminal) return true;
-    const tail: AguiEvent[] = [];
-    let replaying = true;
-    const lifecycle = new RunLifecycle({
-      threadId: run.threadId,
-      runId,
-      emit: (event) => void (replaying || tail.push(event)),
-    });
-    for (const event of chunks.flatMap((c) => parseFrames(c.frames))) {
-      if (event.type === 'RUN_STARTED') lifecycle.start();
-      else lifecycle.push(event as never);
-    }
-    replaying = false;
-    const code = run.errorCode === 'CANCELLED' ? 'CANCELLED' : 'INTERRUPTED';
-    lifecycle.fail(code, run.errorMessage ?? 'The run was interrupted; please retry');
-    let seq = chunks.at(-1)?.last ?? 0;
-    const first = seq + 1;
-    const frames = tail.map((event) => frame(++seq, event)).join('');
-    await this.events.append([{ runId, first, last: seq, frames, terminal: true }], [runId]);
+    await endOrphanedLog(run, this.events);
     return true;
-  }
-
-  /** A chunk was framed (or the log completed): it is stored with the next write. */
-  private produced(log: RunLog): void {
-    if (log.complete) this.completedAt.set(log.runId, Date.now());
-    this.due.add(log);
-    this.scheduleWrite();
-  }
-
-  private scheduleWrite(): void {
-    if (this.writeScheduled || this.writes >= MAX_WRITES || !this.due.size) return;
-    this.writeScheduled = true;
-    // What the runs produce in this event-loop turn goes into the same statement.
-    setImmediate(() => {
-      this.writeScheduled = false;
-      const logs = [...this.due].filter((log) => !log.writing);
-      for (const log of logs) this.due.delete(log);
-      if (logs.length) void this.write(logs);
-    });
-  }
-
-  /** Logs whose write failed are tried again; those that could not be stored within the retention are given up. */
-  private retry(): void {
-    for (const log of this.logs.values()) if (log.failing && !log.writing) this.due.add(log);
-    this.scheduleWrite();
-    this.dropStale();
-  }
-
-  /**
-   * Writes the unstored chunks of `logs` (one per run: its consecutive chunks joined) in one
-   * statement, one write in flight per run; each log sends what was stored to its readers.
-   */
-  private async write(logs: RunLog[]): Promise<void> {
-    const batch: Array<[RunLog, StoredChunk]> = [];
-    for (const log of logs) {
-      if (log.writing || !log.unstored.length) continue;
-      const chunks = log.unstored;
-      const joined: StoredChunk = {
-        runId: log.runId,
-        first: chunks[0].first,
-        last: chunks[chunks.length - 1].last,
-        frames: chunks.length === 1 ? chunks[0].frames : chunks.map((c) => c.frames).join(''),
-        terminal: chunks[chunks.length - 1].terminal,
-      };
-      log.writing = true;
-      batch.push([log, joined]);
-    }
-    if (!batch.length) return;
-    const announce = batch
-      .filter(([log, chunk]) => chunk.terminal || this.watchers.has(log.runId))
-      .map(([log]) => log.runId);
-    this.writes++;
-    let ok = false;
-    try {
-      await this.events.append(
-        batch.map(([, chunk]) => chunk),
-        announce,
-      );
-      ok = true;
-    } catch (err) {
-      this.log.warn(`storing the events of ${batch.length} run(s) failed: ${(err as Error).message}`);
-    } finally {
-      this.writes--;
-    }
-    for (const [log, chunk] of batch) {
-      log.writing = false;
-      if (ok) log.stored(chunk.last);
-      else log.storeFailed();
-      if (log.complete && !log.unstored.length) {
-        this.logs.delete(log.runId);
-        this.completedAt.delete(log.runId);
-      } else if (ok && log.unstored.length) {
-        this.due.add(log);
-      }
-    }
-    this.scheduleWrite();
-  }
-
-  /** Complete logs that could not be stored within the retention are given up. */
-  private dropStale(): void {
-    const limit = Date.now() - this.config.runEvents.retentionMs;
-    for (const [runId, at] of this.completedAt) {
-      if (at >= limit) continue;
-      this.completedAt.delete(runId);
-      this.logs.delete(runId);
-      this.log.warn(`run ${runId}: its events could not be stored; given up`);
-    }
   }
 
   private sendWatch(op: '+' | '-', runId: string): void {
