@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { db, endedRunRow, eventually, startApp, TestApp } from './support/app';
+import { LEVEL, LogLine, serviceLogs } from './support/log-sink';
 import { startOpenAiServer } from './support/openai-server';
 import {
   memoryOf,
@@ -235,7 +236,19 @@ describe('operator overrides of an agent', () => {
     const dir = mkdtempSync(join(tmpdir(), 'agents-config-'));
     const file = join(dir, 'agents.json');
     writeFileSync(file, JSON.stringify({ nobody: { model: 'x' } }));
-    await expect(startApp({ AGENTS_CONFIG: file })).rejects.toThrow(/AGENTS_CONFIG/);
+    const bootFailed = (l: LogLine) => l.context === 'ExceptionHandler';
+    const withdraw = serviceLogs.expect(bootFailed);
+    try {
+      await expect(startApp({ AGENTS_CONFIG: file })).rejects.toThrow(/AGENTS_CONFIG/);
+    } finally {
+      withdraw();
+    }
+    expect(serviceLogs.take(bootFailed)).toEqual([
+      expect.objectContaining({
+        level: LEVEL.error,
+        msg: expect.stringMatching(/^Invalid configuration: AGENTS_CONFIG nobody\.model/),
+      }),
+    ]);
   });
 });
 
