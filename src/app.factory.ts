@@ -8,7 +8,7 @@ import helmet from 'helmet';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { Metrics } from './ops/metrics.service';
-import { quietStartup } from './ops/logging';
+import { LogDestination, quietStartup } from './ops/logging';
 import { DomainErrorFilter } from './common/error.filter';
 import { DomainError, ErrorDetail, envelope } from './common/errors';
 import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from './common/body-limits';
@@ -79,8 +79,14 @@ function withFreshRunExample(doc: OpenAPIObject, runPath: string): OpenAPIObject
   return copy;
 }
 
-/** Builds the application (not listening): shared by main.ts, the e2e tests and the benchmark. */
-export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+/**
+ * Builds the application (not listening): shared by main.ts, the e2e tests and the benchmark.
+ * `logDestination` takes the JSON log lines instead of stdout (the e2e tests' sink).
+ */
+export async function createApp(
+  config: AppConfig,
+  logDestination?: LogDestination,
+): Promise<NestFastifyApplication> {
   // Before anything makes a span; with no OTLP endpoint nothing is registered.
   const stopTracing = startTracing(config.tracing);
   const adapter = new FastifyAdapter({
@@ -118,11 +124,15 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     if (!error) return done();
     void reply.status(error.status).send(envelope(error));
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
-    bufferLogs: true,
-    // A failing boot throws (main.ts prints it and exits 1) instead of Nest exiting the process itself.
-    abortOnError: false,
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.forRoot(config, logDestination),
+    adapter,
+    {
+      bufferLogs: true,
+      // A failing boot throws (main.ts prints it and exits 1) instead of Nest exiting the process itself.
+      abortOnError: false,
+    },
+  );
   app.useLogger(quietStartup(app.get(PinoNestLogger)));
   app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
   // Helmet's headers, computed once: with this configuration they are the same for every response

@@ -9,16 +9,18 @@ import { ThreadsModule } from './threads/threads.module';
 import { OpsModule } from './ops/ops.module';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { LoggerModule } from 'nestjs-pino';
-import { loggingParams } from './ops/logging';
+import { LogDestination, loggingParams } from './ops/logging';
 
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  static forRoot(config: AppConfig, logDestination?: LogDestination): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
-        LoggerModule.forRoot(loggingParams(config.logLevel, config.tracing.url !== undefined)),
+        LoggerModule.forRoot(
+          loggingParams(config.logLevel, config.tracing.url !== undefined, undefined, logDestination),
+        ),
         DatabaseModule,
         AuthModule,
         AgentsModule,

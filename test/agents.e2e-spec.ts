@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { db, endedRunRow, eventually, startApp, TestApp } from './support/app';
+import { LEVEL, LogLine, serviceLogs } from './support/log-sink';
 import { startOpenAiServer } from './support/openai-server';
 import {
   memoryOf,
@@ -235,7 +236,19 @@ describe('operator overrides of an agent', () => {
     const dir = mkdtempSync(join(tmpdir(), 'agents-config-'));
     const file = join(dir, 'agents.json');
     writeFileSync(file, JSON.stringify({ nobody: { model: 'x' } }));
-    await expect(startApp({ AGENTS_CONFIG: file })).rejects.toThrow(/AGENTS_CONFIG/);
+    const bootFailed = (l: LogLine) => l.context === 'ExceptionHandler';
+    const withdraw = serviceLogs.expect(bootFailed);
+    try {
+      await expect(startApp({ AGENTS_CONFIG: file })).rejects.toThrow(/AGENTS_CONFIG/);
+    } finally {
+      withdraw();
+    }
+    expect(serviceLogs.take(bootFailed)).toEqual([
+      expect.objectContaining({
+        level: LEVEL.error,
+        msg: expect.stringMatching(/^Invalid configuration: AGENTS_CONFIG nobody\.model/),
+      }),
+    ]);
   });
 });
 
@@ -300,11 +313,11 @@ describe('a real provider: an OpenAI-compatible server over HTTP', () => {
     expect(shownText(frames)).toBe('The answer is 42');
   });
 
-  it('turns a provider error into RUN_ERROR MODEL_ERROR', async () => {
+  it("turns a provider's 500 into RUN_ERROR MODEL_UNAVAILABLE, without the provider's words", async () => {
     const input = runInput('please fail', { forwardedProps: { modelSettings: { maxRetries: 0 } } });
     const { frames } = await runToFrames(t.runUrl, input);
     assertStreamRules(frames, input);
-    expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'MODEL_ERROR' });
-    expect(frames.at(-1)!.event.message).toMatch(/upstream exploded/);
+    expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'MODEL_UNAVAILABLE' });
+    expect(frames.at(-1)!.event.message).not.toMatch(/upstream exploded/);
   });
 });

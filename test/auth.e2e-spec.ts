@@ -5,6 +5,7 @@ import { SignJWT } from 'jose';
 import { createApp } from '../src/app.factory';
 import { loadConfig } from '../src/config/config';
 import { db, startApp, TestApp } from './support/app';
+import { failedWith, LEVEL, serviceLogs } from './support/log-sink';
 import { TestIdp } from './support/oidc';
 import { memoryOf, openRun, postRun, runInput, types, uid } from './support/sse';
 
@@ -423,6 +424,7 @@ describe('authentication', () => {
       await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
       const { port } = closed.address() as AddressInfo;
       await new Promise((resolve) => closed.close(resolve));
+      const withdraw = serviceLogs.expect(failedWith(503));
       const down = await startApp({
         AUTH_MODE: 'jwt',
         OIDC_ISSUER: `http://127.0.0.1:${port}/realms/gone`,
@@ -437,7 +439,15 @@ describe('authentication', () => {
           message: 'Authentication is unavailable',
         });
         expect(error).toHaveBeenCalledWith(expect.stringContaining('OIDC discovery failed'));
+        const refused = await serviceLogs.takeWhen(failedWith(503));
+        expect(refused).toEqual([
+          expect.objectContaining({
+            level: LEVEL.error,
+            req: { id: expect.any(String), method: 'GET', path: '/io-bridge/threads' },
+          }),
+        ]);
       } finally {
+        withdraw();
         await down.close();
       }
     });
@@ -674,6 +684,7 @@ describe('authentication', () => {
           AUTH_HEADER: 'X-Forwarded-User',
           TRUSTED_PROXIES: '127.0.0.1/32',
         }),
+        serviceLogs,
       );
       // A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d.
       await app.listen(0, '::');

@@ -1,5 +1,6 @@
 import { eventually, startApp, TestApp } from './support/app';
 import { dbProxy, DbProxy } from './support/db-proxy';
+import { failedWith, LEVEL, LogLine, serviceLogs } from './support/log-sink';
 import { Frame, openRun, postRun, runInput, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
@@ -85,6 +86,31 @@ function endsWithin(done: Promise<Frame[]>, ms: number): Promise<Frame[]> {
   ]).finally(() => clearTimeout(timer));
 }
 
+const lostEnd = (line: LogLine) => /could not record its end/.test(line.msg ?? '');
+
+// The lines this file provokes: requests refused with 503, runs whose end could not be recorded.
+serviceLogs.expect(failedWith(503));
+serviceLogs.expect(lostEnd);
+
+/** The error lines of the `count` requests refused with 503, once all are written: one line each, no stack. */
+async function refusedLines(count: number): Promise<LogLine[]> {
+  const lines = await serviceLogs.takeWhen(failedWith(503), count);
+  expect(lines.map((l) => ({ level: l.level, msg: l.msg, err: l.err }))).toEqual(
+    Array.from({ length: count }, () => ({
+      level: LEVEL.error,
+      msg: 'request failed with status code 503',
+      err: undefined,
+    })),
+  );
+  return lines;
+}
+
+/** The one error line naming the run whose end could not be recorded. */
+async function lostEndLine(runId: string): Promise<void> {
+  const lines = await serviceLogs.takeWhen((l) => lostEnd(l) && l.runId === runId);
+  expect(lines).toEqual([expect.objectContaining({ level: LEVEL.error, context: 'RunsService', runId })]);
+}
+
 const ready = (t: TestApp) => call(`${t.baseUrl}/health/ready`);
 const readyAgain = (t: TestApp) =>
   eventually(async () => ((await ready(t)).status === 200 ? true : undefined), 15_000);
@@ -106,6 +132,16 @@ describe('a database that is down', () => {
     await proxy.stop();
 
     await expectUnavailable(everyRoute(t));
+    const refused = await refusedLines(7);
+    expect(refused.map((l) => l.req!.method).sort()).toEqual([
+      'GET',
+      'GET',
+      'PATCH',
+      'POST',
+      'POST',
+      'POST',
+      'POST',
+    ]);
     const notReady = await ready(t);
     expect(notReady).toMatchObject({ status: 503, retryAfter: '5', body: { code: 'SERVICE_UNAVAILABLE' } });
 
@@ -139,6 +175,7 @@ describe('a database that freezes (accepts TCP, never answers)', () => {
 
     const slowest = await expectUnavailable(everyRoute(t));
     expect(slowest).toBeLessThan(ANSWER_WITHIN_MS);
+    await refusedLines(7);
     const notReady = await ready(t);
     expect(notReady).toMatchObject({ status: 503, body: { code: 'SERVICE_UNAVAILABLE' } });
     expect(notReady.ms).toBeLessThan(1000);
@@ -171,6 +208,7 @@ describe('a database that freezes (accepts TCP, never answers)', () => {
     expect(frames.at(-1)!.unlogged).toBe(true);
     // The model's own second (six deltas, 150 ms apart), then one query or connect timeout.
     expect(endedAfter).toBeLessThan(1000 + ANSWER_WITHIN_MS);
+    await lostEndLine(input.runId);
 
     await proxy.resume();
     await readyAgain(t);
@@ -214,6 +252,7 @@ describe('a run waiting on a frontend tool when the database freezes', () => {
     });
     // Lease check (at most 1.5 s + one renewal period of 1 s), then the end write's timeout.
     expect(endedAfter).toBeLessThan(2500 + ANSWER_WITHIN_MS);
+    await lostEndLine(input.runId);
 
     // The frozen connections never come back (a NAT that dropped them): only replacements work.
     await proxy.resume({ forgetFrozen: true });

@@ -11,7 +11,7 @@ export function openAccessWarning(config: AppConfig): string | undefined {
   if (config.auth.mode !== 'none' || isLoopbackHost(config.host)) return undefined;
   return (
     `AUTHENTICATION IS OFF on HOST=${config.host}: anyone who can reach this port can read and write ` +
-    'any owner\'s threads by naming its resourceId. Set AUTH_MODE=jwt or AUTH_MODE=header (see README "Authentication").'
+    'any owner\'s threads by naming its resourceId. Set AUTH_MODE=jwt or AUTH_MODE=header (see docs/configuration.md, "Authentication").'
   );
 }
 

@@ -46,18 +46,18 @@ export type Variable = {
   schema: z.ZodType;
   /** Where AppConfig holds the value (a dotted path, or several); none: only DERIVED values read it. */
   at?: string | readonly string[];
-  /** What it means: README's configuration tables show it as is. */
+  /** What it means: docs/configuration.md shows it as is. */
   doc: string;
-  /** README's Default column for a variable without a default; `unset` when not given. */
+  /** The Default column of docs/configuration.md for a variable without a default; `unset` when not given. */
   unset?: string;
-  /** README's table for it: `general` (Configuration), or an AUTH_MODE's (`jwt`, `header`). */
-  readme?: Section;
+  /** Its table in docs/configuration.md: `general` (Variables), or an AUTH_MODE's (`jwt`, `header`). */
+  table?: Section;
 };
 
 /**
  * Every variable the service reads, validated once at boot: the schema, the AppConfig type, the
- * defaults and README's configuration tables are all derived from this table (config-readme.spec.ts
- * keeps the README in step). Adding a variable is adding its entry here (then `npm run config:readme`).
+ * defaults and the configuration tables of docs/configuration.md are all derived from this table
+ * (config-docs.spec.ts keeps them in step). Adding a variable is adding its entry here (then `npm run config:docs`).
  */
 export const VARIABLES = {
   NODE_ENV: {
@@ -154,6 +154,26 @@ export const VARIABLES = {
     schema: z.string().optional(),
     at: 'model.openaiApiKey',
     doc: 'the key for OpenAI, or for the server at `OPENAI_BASE_URL`',
+  },
+  MODEL_RETRIES: {
+    schema: int(0, 20).default(2),
+    at: 'model.retries',
+    doc: 'retries of a provider call that failed before showing anything (429, 5xx, connection lost), honouring `Retry-After`; `forwardedProps.modelSettings.maxRetries` sets it per run',
+  },
+  MODEL_RETRY_BACKOFF_MS: {
+    schema: int(0, 60_000).default(500),
+    at: 'model.backoffMs',
+    doc: "the first retry's wait when the provider names none, doubled for each next one",
+  },
+  MODEL_FIRST_TOKEN_TIMEOUT_MS: {
+    schema: int(0, 3_600_000).default(120_000),
+    at: 'model.firstTokenTimeoutMs',
+    doc: 'a provider call showing nothing for this long fails with `MODEL_TIMEOUT` (`0`: no limit)',
+  },
+  MODEL_IDLE_TIMEOUT_MS: {
+    schema: int(0, 3_600_000).default(60_000),
+    at: 'model.idleTimeoutMs',
+    doc: 'a provider stream silent for this long once it has begun fails with `MODEL_TIMEOUT` (`0`: no limit)',
   },
   DEFAULT_AGENT_ID: {
     schema: z
@@ -282,7 +302,7 @@ export const VARIABLES = {
   STORE_ALL_RUNS: {
     schema: bool.default(false),
     at: 'storeAllRuns',
-    doc: 'store every run in its thread as if it named memory (see [Which runs are stored](#which-runs-are-stored))',
+    doc: 'store every run in its thread as if it named memory (see [Which runs are stored](protocol.md#which-runs-are-stored))',
   },
   MAX_LAST_MESSAGES: {
     schema: int(1, 10_000).default(1000),
@@ -302,7 +322,7 @@ export const VARIABLES = {
   AGENTS_CONFIG: {
     schema: z.string().min(1).optional(),
     at: 'agentsConfigPath',
-    doc: "a JSON file overriding agents' `model` and `instructions` (see [Agents](#agents))",
+    doc: "a JSON file overriding agents' `model` and `instructions` (see [Agents](agents.md#agents))",
   },
   SHUTDOWN_GRACE_MS: {
     schema: int(0, 3_600_000).default(20_000),
@@ -330,45 +350,45 @@ export const VARIABLES = {
     at: 'auth.oidcIssuer',
     doc: 'expected `iss`; discovery reads `${OIDC_ISSUER}/.well-known/openid-configuration` once',
     unset: 'required',
-    readme: 'jwt',
+    table: 'jwt',
   },
   OIDC_AUDIENCE: {
     schema: z.string().min(1).optional(),
     at: 'auth.oidcAudience',
     doc: "expected `aud` (the API's client id or identifier)",
     unset: 'required',
-    readme: 'jwt',
+    table: 'jwt',
   },
   OIDC_JWKS_URI: {
     schema: z.url().optional(),
     at: 'auth.oidcJwksUri',
     doc: 'the JWKS URL, skipping discovery',
     unset: 'from discovery',
-    readme: 'jwt',
+    table: 'jwt',
   },
   RESOURCE_ID_CLAIM: {
     schema: z.string().min(1).default('sub'),
     at: 'auth.resourceIdClaim',
     doc: 'the claim that is the owner (`oid`, `preferred_username`, `email`…)',
-    readme: 'jwt',
+    table: 'jwt',
   },
   ADMIN_ROLE_CLAIM: {
     schema: z.string().min(1).default('roles'),
     at: 'auth.adminRoleClaim',
     doc: 'the claim holding roles: a string or an array; a dotted path such as `realm_access.roles` for Keycloak',
-    readme: 'jwt',
+    table: 'jwt',
   },
   ADMIN_ROLE: {
     schema: z.string().min(1).optional(),
     at: 'auth.adminRole',
     doc: 'a token whose `ADMIN_ROLE_CLAIM` holds it is an operator',
-    readme: 'jwt',
+    table: 'jwt',
   },
   JWT_CLOCK_TOLERANCE_S: {
     schema: int(0, 300).default(5),
     at: 'auth.clockToleranceS',
     doc: 'allowed clock skew for `exp` and `nbf`',
-    readme: 'jwt',
+    table: 'jwt',
   },
   AUTH_HEADER: {
     schema: z
@@ -378,7 +398,7 @@ export const VARIABLES = {
       .default('x-auth-request-user'),
     at: 'auth.header',
     doc: 'the header holding the user (oauth2-proxy with `--set-xauthrequest`); any case',
-    readme: 'header',
+    table: 'header',
   },
   TRUSTED_PROXIES: {
     schema: z
@@ -393,7 +413,7 @@ export const VARIABLES = {
     at: 'auth.trustedProxies',
     doc: 'comma-separated addresses or CIDRs of the proxies, IPv4 or IPv6 (`10.0.0.0/8,fd00::/8`); IPv4-mapped IPv6 peers match IPv4 entries',
     unset: 'required',
-    readme: 'header',
+    table: 'header',
   },
   PLAYGROUND_ENABLED: {
     schema: bool.optional(),
@@ -403,7 +423,7 @@ export const VARIABLES = {
   // OpenTelemetry's standard variables: traces go to `<endpoint>/v1/traces`, or to the traces endpoint as given.
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     schema: z.url().optional(),
-    doc: 'an OTLP/HTTP collector, e.g. `http://otel-collector:4318`: spans go to `<endpoint>/v1/traces`, JSON; see [Traces](#traces)',
+    doc: 'an OTLP/HTTP collector, e.g. `http://otel-collector:4318`: spans go to `<endpoint>/v1/traces`, JSON; see [Traces](operations.md#traces)',
     unset: 'unset (no tracing)',
   },
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {

@@ -40,6 +40,9 @@ const pathOf = (req: IncomingMessage) => (req as { originalUrl?: string }).origi
 export const isInvented = (err: Error, res: ServerResponse) =>
   (res as { err?: unknown }).err !== err && /^failed with status code \d+$/.test(err.message);
 
+/** Where the JSON lines go instead of stdout: the e2e tests' sink, which keeps the lines a test provokes. */
+export type LogDestination = { write: (line: string) => void };
+
 /**
  * Structured JSON logs: every line of a request carries its request id (the caller's `X-Request-Id`
  * or a new one, echoed back, assigned by Fastify) and the W3C trace context; run lines add runId, threadId, resourceId
@@ -47,14 +50,19 @@ export const isInvented = (err: Error, res: ServerResponse) =>
  * no headers (tokens), no bodies (messages). Probes, /metrics and /docs (outside the prefix) are not logged; 4xx is one warn line, 5xx an
  * error line (the real error and its stack are logged once, by DomainErrorFilter).
  */
-export function loggingParams(level: LogLevel, tracing = false, pretty = prettyByDefault()): Params {
+export function loggingParams(
+  level: LogLevel,
+  tracing = false,
+  pretty = prettyByDefault(),
+  destination?: LogDestination,
+): Params {
   return {
     // Mounted once, on the API (the prefix): nestjs-pino's default mounted it a second time on the routes outside it.
     forRoutes: [{ path: '{/*splat}', method: RequestMethod.ALL }],
     assignResponse: true,
     pinoHttp: {
       level: PINO_LEVEL[level],
-      ...(pretty ? { stream: prettyStream() } : {}),
+      ...(destination ? { stream: destination } : pretty ? { stream: prettyStream() } : {}),
       // Fastify assigns the id (X-Request-Id or a new one): pino-http takes it from the request.
       // Tracing on: every line names this server's span (the request's, or the run's or tool's inside it).
       ...(tracing ? { mixin: (line: { res?: unknown }) => logTraceIds(line.res) ?? {} } : {}),

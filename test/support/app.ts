@@ -2,6 +2,7 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Client } from 'pg';
 import { createApp } from '../../src/app.factory';
 import { loadConfig } from '../../src/config/config';
+import { serviceLogs } from './log-sink';
 
 export type TestApp = {
   app: NestFastifyApplication;
@@ -10,7 +11,10 @@ export type TestApp = {
   close: () => Promise<void>;
 };
 
-/** The real service on a real Fastify server and the e2e database; `env` overrides configuration. */
+/**
+ * The real service on a real Fastify server and the e2e database; `env` overrides configuration.
+ * Its log lines go to `serviceLogs`: a test that provokes errors on purpose expects them there.
+ */
 export async function startApp(env: Record<string, string> = {}): Promise<TestApp> {
   const config = loadConfig({
     DATABASE_URL: process.env.E2E_DATABASE_URL,
@@ -18,7 +22,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<TestAp
     PORT: '0',
     ...env,
   });
-  const app = await createApp(config);
+  const app = await createApp(config, serviceLogs);
   await app.listen(0, '127.0.0.1');
   const baseUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   return { app, baseUrl, runUrl: `${baseUrl}${config.prefix}/run`, close: () => app.close() };

@@ -1,6 +1,7 @@
 import { Observable, Observer, OperatorFunction, Subscribable, Subscriber, Unsubscribable } from 'rxjs';
 import { AguiEvent, RunErrorCode, UpstreamEvent } from '../../protocol/agui-events';
 import type { RunFinishedOutcome } from '../../protocol/outcomes';
+import type { TokenUsage } from '../../protocol/usage';
 import { Outcome, Translation } from './mastra-to-agui';
 import { LifecycleOptions, RunLifecycle } from './run-lifecycle';
 
@@ -11,9 +12,13 @@ export type Stopped = { outcome?: Outcome; failure?: unknown };
  * How the run ends: RUN_FINISHED (with its result and AG-UI 1.0 outcome, if any), or RUN_ERROR; a
  * stop (`code`) with an `outcome` goes out as RUN_FINISHED with it (a cancelled AG-UI 1.x run).
  */
-export type Terminal =
+export type Terminal = (
   | { result?: unknown; outcome?: RunFinishedOutcome }
-  | { code: RunErrorCode; message: string; outcome?: RunFinishedOutcome };
+  | { code: RunErrorCode; message: string; outcome?: RunFinishedOutcome }
+) & {
+  /** AG-UI 1.0 `usage`, for a request that declared 1.x. */
+  usage?: TokenUsage[];
+};
 
 /** A tool call's result known before the engine reports it (the tool reported it itself). */
 export type ReportedResult = { toolCallId: string; content: unknown };
@@ -111,8 +116,14 @@ class LifecycleGuard implements Observer<Translation> {
     void this.end(stopped, () => lifecycle.closeOpen())
       .catch((): Terminal => ({ code: 'INTERNAL', message: 'The run failed unexpectedly' }))
       .then((terminal) => {
-        if ('code' in terminal && !terminal.outcome) lifecycle.fail(terminal.code, terminal.message);
-        else lifecycle.finish('result' in terminal ? terminal.result : undefined, terminal.outcome);
+        if ('code' in terminal && !terminal.outcome)
+          lifecycle.fail(terminal.code, terminal.message, terminal.usage);
+        else
+          lifecycle.finish(
+            'result' in terminal ? terminal.result : undefined,
+            terminal.outcome,
+            terminal.usage,
+          );
         this.subscriber.complete();
       });
   }

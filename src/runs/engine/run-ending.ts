@@ -4,6 +4,7 @@ import { isDatabaseUnavailable } from '../../database/database-errors';
 import { endWithError } from '../../ops/tracing';
 import type { RunErrorCode } from '../../protocol/agui-events';
 import type { RunFinishedOutcome } from '../../protocol/outcomes';
+import type { TokenUsage } from '../../protocol/usage';
 import type { ApprovalRequest } from '../storage/interrupts.repository';
 import type { RunEnd } from '../storage/runs.repository';
 import type { Outcome } from './mastra-to-agui';
@@ -87,8 +88,13 @@ export function decideEnding(
       };
     }
     case 'error':
-      log.warn(`run ${run.runId}: the model failed: ${outcome.message}`);
-      return failed(outcome.structuredOutput ? 'STRUCTURED_OUTPUT_INVALID' : 'MODEL_ERROR', outcome.message);
+      log.warn(
+        `run ${run.runId}: the model failed: ${outcome.model ? `${outcome.model.code} ${outcome.model.detail}` : outcome.message}`,
+      );
+      return failed(
+        outcome.structuredOutput ? 'STRUCTURED_OUTPUT_INVALID' : (outcome.model?.code ?? 'MODEL_ERROR'),
+        outcome.message,
+      );
     case 'aborted': {
       const ending = failed('CANCELLED', 'The run was cancelled', 'cancelled');
       return { ...ending, terminal: { ...ending.terminal!, ...cancelledOutcome(run, 'CANCELLED') } };
@@ -116,11 +122,26 @@ function cancelledOutcome(run: PreparedRun, code: RunErrorCode): { outcome?: Run
     : {};
 }
 
-/** Ends the run's span with its outcome (an error code on a finished record counts as an error). */
-export function endRunSpan(span: Span, status: RunEnd['status'], code: RunErrorCode | undefined): void {
+/**
+ * Ends the run's span with its outcome (an error code on a finished record counts as an error) and
+ * its tokens over all its model calls (each chat span has its own).
+ */
+export function endRunSpan(
+  span: Span,
+  status: RunEnd['status'],
+  code: RunErrorCode | undefined,
+  usage: TokenUsage[] | undefined,
+): void {
   const outcome = code && status === 'finished' ? 'error' : status;
+  if (usage) {
+    span.setAttribute('gen_ai.usage.input_tokens', sum(usage, 'inputTokens'));
+    span.setAttribute('gen_ai.usage.output_tokens', sum(usage, 'outputTokens'));
+  }
   span.setAttribute('io_bridge.run.outcome', outcome);
   if (code) span.setAttribute('io_bridge.run.error_code', code);
   if (outcome === 'error') endWithError(span, code ?? 'error');
   else span.end();
 }
+
+const sum = (usage: TokenUsage[], key: 'inputTokens' | 'outputTokens') =>
+  usage.reduce((total, entry) => total + (entry[key] ?? 0), 0);

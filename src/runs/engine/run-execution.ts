@@ -8,6 +8,8 @@ import { Metrics } from '../../ops/metrics.service';
 import { ownerHash, startSpan, tracingOn, withSpan } from '../../ops/tracing';
 import { AguiEvent, RunErrorCode, TERMINAL_TYPES } from '../../protocol/agui-events';
 import type { RunFinishedOutcome } from '../../protocol/outcomes';
+import { addUsage, TokenUsage } from '../../protocol/usage';
+import type { ModelCallObserver } from '../../agents/model-calls';
 import { aguiToModelMessages } from '../../threads/agui-to-model';
 import { MessageCollector } from '../../threads/message-collector';
 import { StoredMessage } from '../../threads/message-format';
@@ -45,7 +47,7 @@ export type RunDeps = {
  * checkpoints, the stored messages), and its end, recorded before the terminal event goes out.
  * RunsService composes its stream: MastraRunner → ownToolCalls() → translate() → guardLifecycle().
  */
-export class RunExecution implements RunToolContext, LeaseHolder {
+export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObserver {
   private readonly abort = new AbortController();
   /** The model's tool calls in this run and what became of them. */
   readonly tools: RunToolCalls;
@@ -58,6 +60,8 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   private startedAt = 0;
   /** The run's span (a child of its request's), when tracing is on. */
   private span: Span | undefined;
+  /** The tokens its model calls reported, one entry per provider and model (made on first use). */
+  private usage: TokenUsage[] | undefined;
 
   /**
    * `history` is what the model sees (stored history, then the incoming messages): handed to the
@@ -120,6 +124,16 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     return this.abort.signal;
   }
 
+  /** ModelCallObserver: the retries the run asked for (`modelSettings.maxRetries`), else the configured ones. */
+  get modelRetries(): number | undefined {
+    return this.prepared.modelSettings.maxRetries;
+  }
+
+  /** ModelCallObserver: one provider call's tokens. */
+  recordUsage(usage: TokenUsage): void {
+    addUsage((this.usage ??= []), usage);
+  }
+
   /** Tool results reported by the tools themselves, for the guard to place after their TOOL_CALL_END. */
   get results(): Subscribable<ReportedResult> {
     return this.tools.results;
@@ -180,7 +194,8 @@ export class RunExecution implements RunToolContext, LeaseHolder {
           context: run.context,
           toolsets: { frontend: run.frontendTools },
           ...(Object.keys(run.clientTools).length ? { clientTools: run.clientTools } : {}),
-          modelSettings: run.modelSettings,
+          // The provider calls retry themselves (ProviderCall), honouring Retry-After: not the engine too.
+          modelSettings: { ...run.modelSettings, maxRetries: 0 },
           ...(run.structuredOutput
             ? { structuredOutput: { schema: linearTimeSchema(run.structuredOutput.schema) } }
             : {}),
@@ -273,7 +288,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
       code = 'code' in terminal ? terminal.code : undefined;
       return terminal;
     } finally {
-      if (this.span) endRunSpan(this.span, ending.end.status, code);
+      if (this.span) endRunSpan(this.span, ending.end.status, code, this.usage);
       this.deps.metrics.activeRuns.dec();
       this.deps.metrics.runOutcomes.inc({ status: ending.end.status, code: ending.end.code ?? 'none' });
       if (this.startedAt) {
@@ -317,17 +332,19 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         runId,
         threadId,
         resourceId: this.prepared.principal.resourceId,
-        end,
+        end: this.usage ? { ...end, usage: this.usage } : end,
         produced: this.stores ? this.collector.produced(cut) : [],
       });
     } catch (err) {
       this.deps.log.error(`run ${this.prepared.runId}: could not record its end: ${(err as Error).message}`);
       terminal ??= unrecorded(err);
     }
-    if (terminal) return terminal;
+    // AG-UI 1.0 usage reaches only a request that declared 1.x; the record keeps it for every client.
+    const usage = this.prepared.agUi1 && this.usage ? { usage: this.usage } : {};
+    if (terminal) return { ...terminal, ...usage };
     this.titleWanted = this.prepared.generateTitle && this.stores;
     // AG-UI 1.0 outcomes reach only a request that declared 1.x; the record keeps the interrupts for every client.
     if (this.prepared.agUi1) outcome ??= { type: 'success' };
-    return { result: ending.result, ...(this.prepared.agUi1 && outcome ? { outcome } : {}) };
+    return { result: ending.result, ...(this.prepared.agUi1 && outcome ? { outcome } : {}), ...usage };
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AguiEvent, RunErrorCode, UpstreamEvent } from '../../protocol/agui-events';
 import { repairJsonObject } from './json-repair';
 import type { RunFinishedOutcome } from '../../protocol/outcomes';
+import type { TokenUsage } from '../../protocol/usage';
 
 /** JSON text of a value; undefined for what JSON cannot hold (a cycle, a BigInt). */
 function safeStringify(value: unknown): string | undefined {
@@ -115,7 +116,7 @@ export class RunLifecycle {
   }
 
   /** Ends the run with RUN_FINISHED (and its AG-UI 1.0 outcome, if given), closing whatever is open first. */
-  finish(result?: unknown, outcome?: RunFinishedOutcome): void {
+  finish(result?: unknown, outcome?: RunFinishedOutcome, usage?: TokenUsage[]): void {
     if (!this.beginTerminal()) return;
     this.emit({
       type: 'RUN_FINISHED',
@@ -124,6 +125,7 @@ export class RunLifecycle {
       runId: this.options.runId,
       ...(result !== undefined && result !== null ? { result } : {}),
       ...(outcome ? { outcome } : {}),
+      ...(usage?.length ? { usage } : {}),
     });
   }
 
@@ -139,9 +141,15 @@ export class RunLifecycle {
   }
 
   /** Ends the run with RUN_ERROR, closing whatever is open first. */
-  fail(code: RunErrorCode, message: string): void {
+  fail(code: RunErrorCode, message: string, usage?: TokenUsage[]): void {
     if (!this.beginTerminal()) return;
-    this.emit({ type: 'RUN_ERROR', timestamp: Date.now(), message: message || code, code });
+    this.emit({
+      type: 'RUN_ERROR',
+      timestamp: Date.now(),
+      message: message || code,
+      code,
+      ...(usage?.length ? { usage } : {}),
+    });
   }
 
   /** Closes every open tool call, text and reasoning message and step, without ending the run. */

@@ -1,23 +1,23 @@
 import { z } from 'zod';
 import { AGENT_VARIABLES, Variable, VARIABLES } from './config';
 
-/** README's configuration tables, in the order they appear: Configuration, then AUTH_MODE=jwt and =header. */
-export const README_SECTIONS = ['general', 'jwt', 'header'] as const;
-type Section = (typeof README_SECTIONS)[number];
+/** The configuration tables of docs/configuration.md, in the order they appear: Variables, then AUTH_MODE=jwt and =header. */
+export const CONFIG_SECTIONS = ['general', 'jwt', 'header'] as const;
+type Section = (typeof CONFIG_SECTIONS)[number];
 
 const HEADER = ['Variable', 'Default', 'Meaning'];
 
-/** README's Default column: the schema's default, else what being unset means. */
+/** The Default column: the schema's default, else what being unset means. */
 function defaultCell(variable: Variable): string {
   const schema = variable.schema;
   if (schema instanceof z.ZodDefault) return `\`${String(schema.def.defaultValue)}\``;
   return variable.unset ?? 'unset';
 }
 
-/** The rows of one README configuration table, as cells (Variable, Default, Meaning), from the definitions. */
+/** The rows of one configuration table, as cells (Variable, Default, Meaning), from the definitions. */
 export function configTableRows(section: Section): string[][] {
   const rows = Object.entries(VARIABLES as Record<string, Variable>)
-    .filter(([, variable]) => (variable.readme ?? 'general') === section)
+    .filter(([, variable]) => (variable.table ?? 'general') === section)
     .map(([name, variable]) => [`\`${name}\``, defaultCell(variable), variable.doc]);
   if (section === 'general') {
     rows.push([AGENT_VARIABLES.names.map((n) => `\`${n}\``).join(', '), 'unset', AGENT_VARIABLES.doc]);
@@ -48,7 +48,7 @@ function findTables(markdown: string): Table[] {
   return tables;
 }
 
-/** The rows of README's configuration tables, as cells. */
+/** The rows of a page's configuration tables, as cells. */
 export function readConfigTables(markdown: string): string[][][] {
   return findTables(markdown).map((table) => table.rows);
 }
@@ -56,8 +56,8 @@ export function readConfigTables(markdown: string): string[][][] {
 /** The markdown with its configuration tables rewritten from the definitions (columns unaligned: prettier aligns them). */
 export function writeConfigTables(markdown: string): string {
   const tables = findTables(markdown);
-  if (tables.length !== README_SECTIONS.length) {
-    throw new Error(`expected ${README_SECTIONS.length} configuration tables, found ${tables.length}`);
+  if (tables.length !== CONFIG_SECTIONS.length) {
+    throw new Error(`expected ${CONFIG_SECTIONS.length} configuration tables, found ${tables.length}`);
   }
   const lines = markdown.split('\n');
   for (let t = tables.length - 1; t >= 0; t--) {
@@ -65,7 +65,7 @@ export function writeConfigTables(markdown: string): string {
     const rendered = [
       row(HEADER),
       row(HEADER.map(() => '---')),
-      ...configTableRows(README_SECTIONS[t]).map(row),
+      ...configTableRows(CONFIG_SECTIONS[t]).map(row),
     ];
     lines.splice(tables[t].start, tables[t].end - tables[t].start, ...rendered);
   }

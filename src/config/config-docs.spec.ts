@@ -2,18 +2,18 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { loadConfig, Variable, VARIABLES } from './config';
-import { configTableRows, readConfigTables, README_SECTIONS, writeConfigTables } from './config-readme';
+import { configTableRows, readConfigTables, CONFIG_SECTIONS, writeConfigTables } from './config-docs';
 
-const README = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+const PAGE = readFileSync(join(__dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
 const definitions = Object.entries(VARIABLES as Record<string, Variable>);
 
-describe("README's configuration tables and the variable definitions", () => {
-  it('list exactly the variables defined, with the same defaults and meanings (npm run config:readme writes them)', () => {
-    expect(readConfigTables(README)).toEqual(README_SECTIONS.map(configTableRows));
+describe('the configuration tables of docs/configuration.md and the variable definitions', () => {
+  it('list exactly the variables defined, with the same defaults and meanings (npm run config:docs writes them)', () => {
+    expect(readConfigTables(PAGE)).toEqual(CONFIG_SECTIONS.map(configTableRows));
   });
 
   it('every variable appears once, in the table of its section', () => {
-    const listed = readConfigTables(README)
+    const listed = readConfigTables(PAGE)
       .flat()
       .flatMap(([names]) => [...names.matchAll(/`([A-Z0-9_<>]+)`/g)].map((m) => m[1]));
     const defined = [...definitions.map(([name]) => name), 'AGENT_<ID>_MODEL', 'AGENT_<ID>_INSTRUCTIONS'];
@@ -23,7 +23,7 @@ describe("README's configuration tables and the variable definitions", () => {
   it('the Default column is the default loadConfig applies', () => {
     const defaults = loadConfig({});
     const shown = new Map(
-      readConfigTables(README)
+      readConfigTables(PAGE)
         .flat()
         .map(([name, value]) => [name, value]),
     );
@@ -42,8 +42,8 @@ describe("README's configuration tables and the variable definitions", () => {
     }
   });
 
-  it('writing the tables into the README changes no row', () => {
-    expect(readConfigTables(writeConfigTables(README))).toEqual(readConfigTables(README));
+  it('writing the tables into the page changes no row', () => {
+    expect(readConfigTables(writeConfigTables(PAGE))).toEqual(readConfigTables(PAGE));
   });
 
   it('each variable has a meaning, and no two variables fill the same place of AppConfig', () => {

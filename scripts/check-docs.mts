@@ -1,0 +1,97 @@
+// `npm run check` (and `node scripts/check-docs.mts [root]`): the README stays short and every page's
+// links work inside the repository. Prints each problem and exits 1 when there is one.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+/** A newcomer reads the README in five minutes; the detail lives in docs/. */
+export const README_MAX_LINES = 200;
+
+/** The pages checked: the README, everything under docs/, and each package's README. */
+function pages(root: string): string[] {
+  const found = ['README.md'];
+  const walk = (dir: string) => {
+    if (!existsSync(join(root, dir))) return;
+    for (const entry of readdirSync(join(root, dir))) {
+      const path = join(dir, entry);
+      if (statSync(join(root, path)).isDirectory()) walk(path);
+      else if (entry.endsWith('.md')) found.push(path);
+    }
+  };
+  walk('docs');
+  if (existsSync(join(root, 'packages')))
+    for (const pkg of readdirSync(join(root, 'packages')))
+      if (existsSync(join(root, 'packages', pkg, 'README.md')))
+        found.push(join('packages', pkg, 'README.md'));
+  return found.filter((page) => existsSync(join(root, page)));
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
+/** The anchors of a markdown page's headings (a repeated heading gets -1, -2…), outside code blocks. */
+function anchors(markdown: string): Set<string> {
+  const seen = new Map<string, number>();
+  const result = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split('\n')) {
+    if (/^\s*```/.test(line)) fenced = !fenced;
+    const m = fenced ? null : /^#{1,6}\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const base = slug(m[1]);
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    result.add(n ? `${base}-${n}` : base);
+  }
+  return result;
+}
+
+/** The link targets of a page (`[text](target)`, images too), outside code blocks and code spans. */
+function links(markdown: string): string[] {
+  const prose = markdown.replace(/^\s*```[\s\S]*?^\s*```/gm, '').replace(/`[^`\n]*`/g, '');
+  return [...prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]);
+}
+
+/** Every problem of the pages under `root`, one sentence each. */
+export function docProblems(root: string): string[] {
+  const problems: string[] = [];
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const lines = readme.replace(/\n$/, '').split('\n').length;
+  if (lines > README_MAX_LINES)
+    problems.push(`README.md has ${lines} lines, more than ${README_MAX_LINES}: move detail into docs/`);
+  for (const page of pages(root)) {
+    const text = readFileSync(join(root, page), 'utf8');
+    if (/\.\.\/shared\/|\/work\//.test(text))
+      problems.push(`${page} names a path outside the repository (../shared/ or /work/)`);
+    for (const target of links(text)) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+      const [path, anchor] = target.split('#') as [string, string | undefined];
+      const file = path ? resolve(root, dirname(page), decodeURI(path)) : join(root, page);
+      const inside = relative(root, file);
+      if (inside.startsWith('..') || inside.startsWith(sep)) {
+        problems.push(`${page} links outside the repository: ${target}`);
+        continue;
+      }
+      if (!existsSync(file)) {
+        problems.push(`${page} links to a missing file: ${target}`);
+        continue;
+      }
+      if (anchor && file.endsWith('.md') && !anchors(readFileSync(file, 'utf8')).has(anchor))
+        problems.push(`${page} links to a missing heading: ${target}`);
+    }
+  }
+  return problems;
+}
+
+if (import.meta.main) {
+  const root = resolve(process.argv[2] ?? join(import.meta.dirname, '..'));
+  const problems = docProblems(root);
+  for (const problem of problems) console.error(problem);
+  if (problems.length) process.exit(1);
+  console.log(`docs: README.md within ${README_MAX_LINES} lines, every link resolves`);
+}
