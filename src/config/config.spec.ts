@@ -70,6 +70,7 @@ const DEFAULTS: AppConfig = {
     oidcIssuer: undefined,
     oidcAudience: undefined,
     oidcJwksUri: undefined,
+    oidcClientId: undefined,
     resourceIdClaim: 'sub',
     adminRoleClaim: 'roles',
     adminRole: undefined,
