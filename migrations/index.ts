@@ -7,6 +7,7 @@ import { EarlyToolResults1764690500000 } from './1764690500000-early-tool-result
 import { StatelessRuns1764690600000 } from './1764690600000-stateless-runs';
 import { RunEvents1764690700000 } from './1764690700000-run-events';
 import { RunInterrupts1764691000000 } from './1764691000000-run-interrupts';
+import { RunUsage1764692300000 } from './1764692300000-run-usage';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -19,4 +20,5 @@ export const migrations = [
   StatelessRuns1764690600000,
   RunEvents1764690700000,
   RunInterrupts1764691000000,
+  RunUsage1764692300000,
 ];

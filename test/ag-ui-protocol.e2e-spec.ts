@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import {
   postRun,
   runInput,
@@ -335,6 +336,43 @@ describe('AG-UI 1.0 clients and io.Assist on one service (built, black-box)', ()
       expect(after.approvals).toEqual([
         { toolCallId, toolName: 'publish_note', approved: false, by: 'anonymous', at: expect.any(String) },
       ]);
+    });
+
+    test('an expired interrupt is a 410 INTERRUPT_EXPIRED before any stream, on either instance; the thread goes on', async () => {
+      const { input, frames, toolCallId } = await interruptedOn(a, '1.0');
+      const [interrupt] = finished(frames).outcome.interrupts;
+      // APPROVAL_TTL_MS (a day) later: the expiry moves into the past in the database both instances share.
+      const db = new Client({ connectionString: process.env.E2E_DATABASE_URL });
+      await db.connect();
+      try {
+        const moved = await db.query(
+          `UPDATE run_interrupts SET expires_at = now() - interval '1 second' WHERE id = $1 AND tool_call_id = $2`,
+          [interrupt.id, toolCallId],
+        );
+        expect(moved.rowCount).toBe(1);
+      } finally {
+        await db.end();
+      }
+      for (const [s, approved] of [
+        [a, true],
+        [b, false],
+      ] as const) {
+        const res = await resume(s, input.threadId, interrupt.id, approved).response;
+        expect(res.status).toBe(410);
+        expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+        expect(await res.json()).toMatchObject({ statusCode: 410, code: 'INTERRUPT_EXPIRED' });
+      }
+      // Nobody answered it and the tool never ran.
+      const run = await (await fetch(`${b!.base}/runs/${input.runId}`)).json();
+      expect(run.approvals ?? []).toEqual([]);
+      expect((await messages(b, input.threadId)).map((m) => m.role)).toEqual(['user', 'assistant']);
+      // The refused answers left the thread free: the next message runs.
+      const next: Input = runInput('hi', { threadId: input.threadId, protocolVersion: '1.0' });
+      next.forwardedProps = memoryOf(input.threadId);
+      const after = await runToFrames(runUrl(b), next);
+      expect(after.res.status).toBe(200);
+      assertStreamRules(after.frames, next);
+      expect(finished(after.frames)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
     });
 
     test('a resume that is not a valid answer is a 400 before any stream', async () => {

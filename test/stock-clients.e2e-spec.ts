@@ -1,10 +1,49 @@
 import { createServer, Server } from 'node:http';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { HttpAgent } from '@ag-ui/client';
-import { build } from 'esbuild';
+import { dirname, join } from 'node:path';
+import { HttpAgent, type RunAgentInput } from '@ag-ui/client';
+import { build, type Plugin } from 'esbuild';
+import type { Browser } from 'playwright-core';
 import { BuiltService, freePort, startBuiltService } from './support/built-service';
+import { launchChromium } from './support/chromium';
 import { uid } from './support/sse';
+
+/**
+ * The page's `@ag-ui/client` is the one `@assistant-ui/react-ag-ui` 0.0.57 depends on and is built
+ * against (0.0.58: no protocol version, so io-bridge sends the pre-1.0 shapes). With `@ag-ui/client`
+ * 1.0 that assistant-ui reads any `RUN_FINISHED` carrying `outcome: {type: 'success'}` as a finished
+ * turn, pending tool calls or not, so it runs the tool and never sends the result (assistant-ui issue
+ * 6500, fixed in 0.0.58; docs/clients.md says so).
+ */
+const agUiClientOfAssistantUi: Plugin = {
+  name: 'ag-ui-client-of-assistant-ui',
+  setup(pluginBuild) {
+    const resolveDir = dirname(require.resolve('@assistant-ui/react-ag-ui'));
+    pluginBuild.onResolve({ filter: /^@ag-ui\/client$/ }, (args) =>
+      args.pluginData === agUiClientOfAssistantUi
+        ? undefined
+        : pluginBuild.resolve(args.path, {
+            kind: args.kind,
+            resolveDir,
+            pluginData: agUiClientOfAssistantUi,
+          }),
+    );
+  },
+};
+
+/** What the page keeps on `window` (test/fixtures/assistant-ui/page.mjs). */
+type PageWindow = {
+  toolCalls: unknown[];
+  runtime: {
+    thread: {
+      append: (message: unknown) => void;
+      getState: () => {
+        isRunning: boolean;
+        messages: readonly { role: string; content: readonly { type: string; text?: string }[] }[];
+      };
+    };
+  };
+};
 
 /**
  * The frontends most AG-UI users pick, unchanged, against the built service with CLIENT_PROTOCOL=ag-ui:
@@ -29,6 +68,7 @@ describe('stock AG-UI frontends against the built service (CLIENT_PROTOCOL=ag-ui
       format: 'iife',
       platform: 'browser',
       define: { 'process.env.NODE_ENV': '"production"' },
+      plugins: [agUiClientOfAssistantUi],
       logLevel: 'error',
     });
     const script = bundle.outputFiles[0].contents;
@@ -39,8 +79,10 @@ describe('stock AG-UI frontends against the built service (CLIENT_PROTOCOL=ag-ui
     });
     await new Promise<void>((resolve) => page!.listen(port, '127.0.0.1', resolve));
   }, 180_000);
+  let browser: Browser | undefined;
   afterAll(async () => {
-    await new Promise((resolve) => page?.close(resolve));
+    await browser?.close();
+    if (page) await new Promise((resolve) => page!.close(resolve));
     await service?.stop();
   });
 
@@ -155,5 +197,93 @@ describe('stock AG-UI frontends against the built service (CLIENT_PROTOCOL=ag-ui
       if (!hadWindow) delete g.window;
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  describe.each([
+    ['stored (the app made the thread with POST /threads)', true],
+    ['stateless (a bare HttpAgent, as in its README)', false],
+  ])('assistant-ui (@assistant-ui/react-ag-ui in Chromium), %s', (_title, stored) => {
+    test('the browser runs the frontend tool, sends its result in the next run, and shows the answer', async () => {
+      const threadId = uid('thread');
+      if (stored) {
+        const created = await fetch(`${service!.base}/threads`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id: threadId }),
+        });
+        expect(created.status).toBe(201);
+      }
+      browser ??= await launchChromium();
+      const tab = await browser.newPage();
+      try {
+        const runs: RunAgentInput[] = [];
+        tab.on('request', (request) => {
+          if (request.method() === 'POST' && request.url() === `${service!.base}/run`)
+            runs.push(request.postDataJSON() as RunAgentInput);
+        });
+        await tab.goto(stored ? `${pageOrigin}/?thread=${threadId}` : pageOrigin);
+        await tab.waitForFunction(() => (window as unknown as PageWindow).runtime !== undefined);
+        await tab.evaluate(() =>
+          (window as unknown as PageWindow).runtime.thread.append({
+            role: 'user',
+            content: [{ type: 'text', text: '/tool browser_alert {"message":"hi"}' }],
+          }),
+        );
+        // Settled: nothing running, and an assistant message with text (the turn after the tool's).
+        const answer = await tab
+          .waitForFunction(
+            () => {
+              const state = (window as unknown as PageWindow).runtime.thread.getState();
+              const text = state.messages
+                .filter((m) => m.role === 'assistant')
+                .flatMap((m) => m.content.filter((part) => part.type === 'text').map((part) => part.text));
+              return !state.isRunning && text.length > 0 && text.join('');
+            },
+            undefined,
+            { timeout: 30_000 },
+          )
+          .then(
+            (handle) => handle.jsonValue(),
+            async (err: Error) => {
+              const state = await tab.evaluate(() =>
+                JSON.stringify((window as unknown as PageWindow).runtime.thread.getState().messages),
+              );
+              throw new Error(
+                `${err.message}\nthe page's messages: ${state}\nits runs: ${JSON.stringify(runs)}`,
+              );
+            },
+          );
+        expect(answer).toBe('Tool browser_alert returned {"shown":"hi"}');
+        expect(await tab.evaluate(() => (window as unknown as PageWindow).toolCalls)).toEqual([
+          { message: 'hi' },
+        ]);
+
+        // Two runs: the first ended at the call, the second carried the tool's result as a tool message.
+        expect(runs).toHaveLength(2);
+        expect(runs[0].protocolVersion).toBeUndefined();
+        expect(runs.map((run) => run.threadId)).toEqual([runs[0].threadId, runs[0].threadId]);
+        if (stored) expect(runs[0].threadId).toBe(threadId);
+        const [user, call, result] = runs[1].messages;
+        expect(user).toEqual(runs[0].messages[0]);
+        expect(call).toMatchObject({
+          role: 'assistant',
+          toolCalls: [{ function: { name: 'browser_alert', arguments: '{"message":"hi"}' } }],
+        });
+        const toolCallId = (call as { toolCalls: { id: string }[] }).toolCalls[0].id;
+        expect(result).toMatchObject({ role: 'tool', toolCallId, content: '{"shown":"hi"}' });
+
+        const messages = await fetch(`${service!.base}/threads/${runs[0].threadId}/messages?format=agui`);
+        if (stored) {
+          // Stored once each, though the page sent the whole history again.
+          const body = (await messages.json()) as { messages: { role: string; toolCallId?: string }[] };
+          expect(body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+          expect(body.messages[2].toolCallId).toBe(toolCallId);
+        } else {
+          expect(messages.status).toBe(404);
+        }
+      } finally {
+        await tab.close();
+      }
+    });
   });
 });

@@ -509,8 +509,19 @@ describe('OpenAPI document at /docs-json', () => {
       'finishedAt',
       'error',
       'pendingToolCalls',
+      'usage',
       'interrupts',
       'approvals',
+    ]);
+    expect(props('TokenUsageView')).toEqual([
+      'provider',
+      'model',
+      'inputTokens',
+      'outputTokens',
+      'totalTokens',
+      'reasoningTokens',
+      'cachedInputTokens',
+      'cacheWriteInputTokens',
     ]);
     expect(props('AgentView')).toEqual(['id', 'name', 'description', 'modelId', 'tools', 'capabilities']);
     expect(props('AgentsList')).toEqual(['agents', 'defaultAgentId']);

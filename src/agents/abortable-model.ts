@@ -1,68 +1,29 @@
 import type { MastraModelConfig } from '@mastra/core/llm';
 import { resolveModelConfig } from '@mastra/core/llm';
 import type { RequestContext } from '@mastra/core/request-context';
-import { Span, SpanKind } from '@opentelemetry/api';
-import { endWithError, startSpan, tracingOn, withSpan, withTraceHeaders } from '../ops/tracing';
+import { tracingOn } from '../ops/tracing';
 import type { Pace } from '../runs/starts-first';
+import {
+  CallableModel,
+  ModelCall,
+  ModelCallObserver,
+  ModelCallSettings,
+  ProviderCall,
+  StreamPart,
+  StreamResult,
+} from './model-calls';
 import { RUN_CONTEXT_KEY, RunToolContext } from './tools/run-tools';
 
-type ModelCall = { abortSignal?: AbortSignal; headers?: Record<string, string | undefined> };
-type StreamPart = {
-  type: string;
-  usage?: { inputTokens?: unknown; outputTokens?: unknown };
-  error?: unknown;
-};
-type StreamResult = { stream: ReadableStream<StreamPart> };
-type CallableModel = {
-  doStream(options: ModelCall): PromiseLike<StreamResult>;
-  doGenerate(options: ModelCall): PromiseLike<unknown>;
-  provider?: string;
-  modelId?: string;
+/** A provider call with no retries nor timeouts of its own (a model bound outside an agent's settings). */
+const DIRECT: Omit<ModelCallSettings, 'modelId' | 'agentId'> = {
+  retries: 0,
+  firstTokenTimeoutMs: 0,
+  idleTimeoutMs: 0,
+  backoffMs: 0,
 };
 
-/** A CLIENT span for one provider call, with `traceparent` in the call's headers for HTTP providers. */
-function modelSpan(model: CallableModel, options: ModelCall): { span: Span; options: ModelCall } | undefined {
-  const span = startSpan(`chat ${model.modelId}`, SpanKind.CLIENT, {
-    'gen_ai.operation.name': 'chat',
-    'gen_ai.provider.name': model.provider,
-    'gen_ai.request.model': model.modelId,
-  });
-  return span && { span, options: { ...options, headers: withTraceHeaders(options.headers, span) } };
-}
-
-function tokens(span: Span, part: StreamPart): void {
-  const { inputTokens, outputTokens } = part.usage ?? {};
-  if (typeof inputTokens === 'number') span.setAttribute('gen_ai.usage.input_tokens', inputTokens);
-  if (typeof outputTokens === 'number') span.setAttribute('gen_ai.usage.output_tokens', outputTokens);
-}
-
-/** doStream under a span lasting until its stream ends (or fails, or is cancelled). */
-async function tracedStream(model: CallableModel, options: ModelCall): Promise<StreamResult> {
-  const traced = modelSpan(model, options);
-  if (!traced) return model.doStream(options);
-  const { span } = traced;
-  let result: StreamResult;
-  try {
-    result = await withSpan(span, () => model.doStream(traced.options));
-  } catch (err) {
-    endWithError(span, 'MODEL_ERROR', err instanceof Error ? err.name : undefined);
-    throw err;
-  }
-  let failed = false;
-  const stream = result.stream.pipeThrough(
-    new TransformStream<StreamPart, StreamPart>({
-      transform(part, controller) {
-        if (part.type === 'finish') tokens(span, part);
-        else if (part.type === 'error') failed = true;
-        controller.enqueue(part);
-      },
-      flush: () => (failed ? endWithError(span, 'MODEL_ERROR') : span.end()),
-      // Node's streams call it when the run stops reading; the DOM typings lack it.
-      cancel: () => span.end(),
-    } as Transformer<StreamPart, StreamPart>),
-  );
-  return { ...result, stream };
-}
+/** What a model bound to a run makes of each provider call (model-calls.ts). */
+export type BoundCalls = { settings: ModelCallSettings; observer?: ModelCallObserver };
 
 /** The parts that are the run's first content: from the first of them on, its parts are paced. */
 const CONTENT_PARTS = new Set([
@@ -125,17 +86,26 @@ function paced(result: StreamResult, pace: Pace): StreamResult {
 }
 
 /**
- * The model with `signal` added to the abort signal of every call it is given, and its streams
- * paced by `pace` when given.
+ * The model with `signal` added to the abort signal of every call it is given, its streaming calls
+ * made as `bound` says (retries, timeouts, usage: ProviderCall), and its streams paced by `pace` when given.
  */
-export function withAbortSignal<M extends object>(model: M, signal: AbortSignal, pace?: Pace): M {
+export function withAbortSignal<M extends object>(
+  model: M,
+  signal: AbortSignal,
+  pace?: Pace,
+  bound?: BoundCalls,
+): M {
   const calls = model as unknown as CallableModel;
   const signalOf = (options: ModelCall) =>
     options.abortSignal ? AbortSignal.any([options.abortSignal, signal]) : signal;
   const stream = async (o: ModelCall): Promise<StreamResult> => {
-    const result = await (tracingOn()
-      ? tracedStream(calls, { ...o, abortSignal: signalOf(o) })
-      : calls.doStream({ ...o, abortSignal: signalOf(o) }));
+    const options = { ...o, abortSignal: signalOf(o) };
+    const settings =
+      bound?.settings ??
+      (tracingOn() ? { ...DIRECT, agentId: '', modelId: calls.modelId ?? 'unknown' } : undefined);
+    const result = await (settings
+      ? new ProviderCall(calls, settings, bound?.observer, options).stream()
+      : calls.doStream(options));
     // A run that starts alone is not paced (no stream layer on its every part): under a burst, runs start together.
     return pace?.crowded() ? paced(result, pace) : result;
   };
@@ -165,14 +135,13 @@ export const MODEL_PACE_KEY = 'io-bridge.model-pace';
  * listener added and removed per chunk, in a stream layer of its own), which cost 15 to 17 % of the
  * engine's throughput (bench/README.md). Outside a run (the title request) the model is as configured.
  */
-export function abortableModel(config: MastraModelConfig) {
+export function abortableModel(config: MastraModelConfig, settings?: ModelCallSettings) {
   let resolved: ReturnType<typeof resolveModelConfig> | undefined;
   return async ({ requestContext }: { requestContext: RequestContext }) => {
     const model = await (resolved ??= resolveModelConfig(config));
-    const signal =
-      requestContext.get<string, AbortSignal | undefined>(MODEL_SIGNAL_KEY) ??
-      requestContext.get<string, RunToolContext | undefined>(RUN_CONTEXT_KEY)?.signal;
+    const run = requestContext.get<string, (RunToolContext & ModelCallObserver) | undefined>(RUN_CONTEXT_KEY);
+    const signal = requestContext.get<string, AbortSignal | undefined>(MODEL_SIGNAL_KEY) ?? run?.signal;
     const pace = requestContext.get<string, Pace | undefined>(MODEL_PACE_KEY);
-    return signal ? withAbortSignal(model, signal, pace) : model;
+    return signal ? withAbortSignal(model, signal, pace, settings && { settings, observer: run }) : model;
   };
 }

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Agent } from '@mastra/core/agent';
 import type { Tool } from '@mastra/core/tools';
 import { noopLogger } from '@mastra/core/logger';
@@ -12,8 +12,9 @@ import { AgentView } from './dto/agent-view.dto';
 import { envKey, loadOverrides } from './agent-overrides';
 import { agentDefinitions } from './index';
 import { reportingTool } from './tools/run-tools';
-import { resolveModel } from './model-factory';
+import { modelProblem, resolveModel } from './model-factory';
 import { abortableModel } from './abortable-model';
+import { Metrics } from '../ops/metrics.service';
 
 type AnyTool = Tool<any, any, any, any, any, any, any>;
 
@@ -59,7 +60,7 @@ export class AgentsService {
   private readonly agents = new Map<string, RegisteredAgent>();
   readonly defaultAgentId: string;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig, @Optional() metrics?: Metrics) {
     const overrides = loadOverrides(
       agentDefinitions.map((d) => d.id),
       config.agentsConfigPath,
@@ -69,13 +70,24 @@ export class AgentsService {
       if (this.agents.has(definition.id)) throw new Error(`Duplicate agent id '${definition.id}'`);
       const override = overrides.get(definition.id);
       const modelId = override?.model ?? definition.model ?? config.model.id;
-      requireApiKey(modelId, override?.model ? envKey(definition.id, 'MODEL') : 'MODEL', config.model);
+      const variable = override?.model ? envKey(definition.id, 'MODEL') : 'MODEL';
+      const problem = modelProblem(modelId, config.model);
+      if (problem) throw ConfigError.invalid([`${variable}: ${problem}`]);
+      requireApiKey(modelId, variable, config.model);
       const agent = new Agent({
         id: definition.id,
         name: definition.name,
         description: definition.description,
         instructions: override?.instructions ?? definition.instructions,
-        model: abortableModel(resolveModel(modelId, config.model)),
+        model: abortableModel(resolveModel(modelId, config.model), {
+          agentId: definition.id,
+          modelId,
+          retries: config.model.retries,
+          backoffMs: config.model.backoffMs,
+          firstTokenTimeoutMs: config.model.firstTokenTimeoutMs,
+          idleTimeoutMs: config.model.idleTimeoutMs,
+          metrics,
+        }),
         tools: Object.fromEntries(
           (definition.tools ?? [])
             .filter((t) => !requiresApproval(t))

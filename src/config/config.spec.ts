@@ -29,7 +29,15 @@ const DEFAULTS: AppConfig = {
     migrationsRun: true,
     timeouts: { connectMs: 5000, statementMs: 10_000, queryMs: 12_000, idleInTransactionMs: 15_000 },
   },
-  model: { id: 'scripted', openaiBaseUrl: undefined, openaiApiKey: undefined },
+  model: {
+    id: 'scripted',
+    openaiBaseUrl: undefined,
+    openaiApiKey: undefined,
+    retries: 2,
+    backoffMs: 500,
+    firstTokenTimeoutMs: 120_000,
+    idleTimeoutMs: 60_000,
+  },
   defaultAgentId: 'assistant',
   heartbeatMs: 15_000,
   limits: {
@@ -177,7 +185,15 @@ describe('loadConfig', () => {
           migrationsRun: false,
           timeouts: { connectMs: 1000, statementMs: 2000, queryMs: 2500, idleInTransactionMs: 3000 },
         },
-        model: { id: 'openai/gpt-4o-mini', openaiBaseUrl: undefined, openaiApiKey: 'sk-test' },
+        model: {
+          id: 'openai/gpt-4o-mini',
+          openaiBaseUrl: undefined,
+          openaiApiKey: 'sk-test',
+          retries: 2,
+          backoffMs: 500,
+          firstTokenTimeoutMs: 120_000,
+          idleTimeoutMs: 60_000,
+        },
         defaultAgentId: 'helper_2',
         heartbeatMs: 5000,
         limits: {
@@ -331,6 +347,10 @@ describe('loadConfig', () => {
         id: 'ollama/llama3.1',
         openaiBaseUrl: 'http://localhost:11434/v1',
         openaiApiKey: undefined,
+        retries: 2,
+        backoffMs: 500,
+        firstTokenTimeoutMs: 120_000,
+        idleTimeoutMs: 60_000,
       });
     });
   });

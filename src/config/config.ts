@@ -155,6 +155,26 @@ export const VARIABLES = {
     at: 'model.openaiApiKey',
     doc: 'the key for OpenAI, or for the server at `OPENAI_BASE_URL`',
   },
+  MODEL_RETRIES: {
+    schema: int(0, 20).default(2),
+    at: 'model.retries',
+    doc: 'retries of a provider call that failed before showing anything (429, 5xx, connection lost), honouring `Retry-After`; `forwardedProps.modelSettings.maxRetries` sets it per run',
+  },
+  MODEL_RETRY_BACKOFF_MS: {
+    schema: int(0, 60_000).default(500),
+    at: 'model.backoffMs',
+    doc: "the first retry's wait when the provider names none, doubled for each next one",
+  },
+  MODEL_FIRST_TOKEN_TIMEOUT_MS: {
+    schema: int(0, 3_600_000).default(120_000),
+    at: 'model.firstTokenTimeoutMs',
+    doc: 'a provider call showing nothing for this long fails with `MODEL_TIMEOUT` (`0`: no limit)',
+  },
+  MODEL_IDLE_TIMEOUT_MS: {
+    schema: int(0, 3_600_000).default(60_000),
+    at: 'model.idleTimeoutMs',
+    doc: 'a provider stream silent for this long once it has begun fails with `MODEL_TIMEOUT` (`0`: no limit)',
+  },
   DEFAULT_AGENT_ID: {
     schema: z
       .string()

@@ -76,6 +76,43 @@ export class Metrics implements OnModuleInit {
     registers: [this.registry],
   });
 
+  readonly modelTokens = new Counter({
+    name: 'io_bridge_model_tokens_total',
+    help: 'Tokens the model providers reported, by agent, configured model and kind (input, output)',
+    labelNames: ['agent', 'model', 'kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly modelFirstToken = new Histogram({
+    name: 'io_bridge_model_time_to_first_token_seconds',
+    help: "From a provider call's start (its retries included) to its first content",
+    labelNames: ['agent', 'model'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+
+  readonly modelCallDuration = new Histogram({
+    name: 'io_bridge_model_call_duration_seconds',
+    help: 'Provider calls from start to end, by outcome (ok, error, cancelled)',
+    labelNames: ['agent', 'model', 'outcome'] as const,
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+
+  readonly modelErrors = new Counter({
+    name: 'io_bridge_model_errors_total',
+    help: 'Provider calls that failed, by error code (after their retries)',
+    labelNames: ['agent', 'model', 'code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly modelRetries = new Counter({
+    name: 'io_bridge_model_retries_total',
+    help: 'Provider requests retried, by the code of the failure retried',
+    labelNames: ['agent', 'model', 'code'] as const,
+    registers: [this.registry],
+  });
+
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   onModuleInit(): void {

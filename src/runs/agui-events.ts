@@ -1,4 +1,6 @@
 import type { RunFinishedOutcome } from '../protocol/outcomes';
+import type { TokenUsage } from '../protocol/usage';
+import { MODEL_FAILURE_CODES } from '../agents/model-errors';
 
 /** The AG-UI 1.0 events this service puts on the wire (CONTRACT section 3), field names exactly as AG-UI. */
 export type AguiEvent =
@@ -11,8 +13,10 @@ export type AguiEvent =
       result?: unknown;
       /** AG-UI 1.0, only to a request that declares it (protocol/versions.ts). */
       outcome?: RunFinishedOutcome;
+      /** AG-UI 1.0, only to a request that declares it: the run's tokens, one entry per provider and model. */
+      usage?: TokenUsage[];
     }
-  | { type: 'RUN_ERROR'; timestamp: number; message: string; code: RunErrorCode }
+  | { type: 'RUN_ERROR'; timestamp: number; message: string; code: RunErrorCode; usage?: TokenUsage[] }
   | { type: 'STEP_STARTED'; timestamp: number; stepName: string }
   | { type: 'STEP_FINISHED'; timestamp: number; stepName: string }
   | { type: 'TEXT_MESSAGE_START'; timestamp: number; messageId: string; role: 'assistant' }
@@ -45,7 +49,8 @@ export type AguiEventType = AguiEvent['type'];
 
 /** Every `RUN_ERROR` code: the one list the type, the OpenAPI enum and the tests are derived from. */
 export const RUN_ERROR_CODES = [
-  'MODEL_ERROR',
+  // The model provider failed (CONTRACT section 10): rate limited, unavailable, too slow, context too long, else MODEL_ERROR.
+  ...MODEL_FAILURE_CODES,
   'TOOL_RESULT_TIMEOUT',
   'CANCELLED',
   'STRUCTURED_OUTPUT_INVALID',

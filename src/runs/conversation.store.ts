@@ -188,7 +188,7 @@ export class ConversationStore {
       `WITH locked AS (SELECT id FROM threads WHERE id = $6 AND resource_id = $2 FOR UPDATE),
        ended AS (
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
-                checkpoint = NULL
+                checkpoint = NULL, usage = $8::jsonb
           WHERE id = $1 AND ${unindexed(`resource_id = $2 AND ${ACTIVE}`)} AND (SELECT count(*) FROM locked) >= 0
           RETURNING id, stateless),
        closed AS (
@@ -211,6 +211,7 @@ export class ConversationStore {
         run.end.message ?? null,
         run.threadId,
         JSON.stringify(run.produced),
+        run.end.usage ? JSON.stringify(run.end.usage) : null,
       ],
     );
   }

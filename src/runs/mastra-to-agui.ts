@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Observable, Observer, OperatorFunction, Subscriber } from 'rxjs';
 import { safeErrorMessage } from '../common/errors';
+import { modelFailureOf, ModelFailureCode } from '../agents/model-errors';
 import { UpstreamEvent } from './agui-events';
 
 /** A Mastra `fullStream` chunk, as far as the translation reads it. */
@@ -9,7 +10,13 @@ export type MastraChunk = { type: string; payload?: any; object?: unknown };
 /** How a chunk ends the run, when it does. */
 export type Outcome =
   | { kind: 'finished'; result?: unknown }
-  | { kind: 'error'; message: string; structuredOutput?: boolean }
+  | {
+      kind: 'error';
+      message: string;
+      structuredOutput?: boolean;
+      /** A provider's failure, classified (agents/model-errors.ts): its code, and its detail for the log. */
+      model?: { code: ModelFailureCode; detail: string };
+    }
   | { kind: 'aborted' };
 
 export type Translation = { events: UpstreamEvent[]; outcome?: Outcome };
@@ -118,16 +125,19 @@ export class MastraToAgui {
             },
           ],
         };
-      case 'error':
+      case 'error': {
+        const failure = modelFailureOf(p.error);
         return {
           events: [],
           outcome: {
             kind: 'error',
-            message: safeErrorMessage(p.error, 'The model failed'),
+            message: failure?.message ?? safeErrorMessage(p.error, 'The model failed'),
+            ...(failure ? { model: { code: failure.code, detail: failure.detail } } : {}),
             // Mastra validates structured output itself and reports a mismatch as an error chunk.
             ...(String(p.error?.id ?? '').startsWith('STRUCTURED_OUTPUT') ? { structuredOutput: true } : {}),
           },
         };
+      }
       case 'abort':
         return { events: [], outcome: { kind: 'aborted' } };
       case 'object-result':

@@ -32,6 +32,8 @@ import { RunEnd } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 import { AnsweredInterrupt, ApprovalRequest, InterruptsRepository } from './interrupts.repository';
 import type { RunFinishedOutcome } from '../protocol/outcomes';
+import { addUsage, TokenUsage } from '../protocol/usage';
+import type { ModelCallObserver } from '../agents/model-calls';
 
 export type { PreparedRun };
 
@@ -78,7 +80,7 @@ export class StopReason extends Error {
  * checkpoints, the stored messages), and its end, recorded before the terminal event goes out.
  * RunsService composes its stream: MastraRunner → ownToolCalls() → translate() → guardLifecycle().
  */
-export class RunExecution implements RunToolContext, LeaseHolder {
+export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObserver {
   private readonly abort = new AbortController();
   /** Tool calls registered for a frontend result, and those whose tool reported its result (made on first use). */
   private frontendCalls: Set<string> | undefined;
@@ -96,6 +98,8 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   private startedAt = 0;
   /** The run's span (a child of its request's), when tracing is on. */
   private span: Span | undefined;
+  /** The tokens its model calls reported, one entry per provider and model (made on first use). */
+  private usage: TokenUsage[] | undefined;
 
   /**
    * `history` is what the model sees (stored history, then the incoming messages): handed to the
@@ -149,6 +153,16 @@ export class RunExecution implements RunToolContext, LeaseHolder {
   /** Aborted when the run stops; MastraRunner aborts the provider call with it. */
   get signal(): AbortSignal {
     return this.abort.signal;
+  }
+
+  /** ModelCallObserver: the retries the run asked for (`modelSettings.maxRetries`), else the configured ones. */
+  get modelRetries(): number | undefined {
+    return this.prepared.modelSettings.maxRetries;
+  }
+
+  /** ModelCallObserver: one provider call's tokens. */
+  recordUsage(usage: TokenUsage): void {
+    addUsage((this.usage ??= []), usage);
   }
 
   /** Tool results reported by the tools themselves, for the guard to place after their TOOL_CALL_END. */
@@ -211,7 +225,8 @@ export class RunExecution implements RunToolContext, LeaseHolder {
           context: run.context,
           toolsets: { frontend: run.frontendTools },
           ...(Object.keys(run.clientTools).length ? { clientTools: run.clientTools } : {}),
-          modelSettings: run.modelSettings,
+          // The provider calls retry themselves (ProviderCall), honouring Retry-After: not the engine too.
+          modelSettings: { ...run.modelSettings, maxRetries: 0 },
           ...(run.structuredOutput
             ? { structuredOutput: { schema: linearTimeSchema(run.structuredOutput.schema) } }
             : {}),
@@ -483,9 +498,11 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         };
       }
       case 'error':
-        this.deps.log.warn(`run ${this.prepared.runId}: the model failed: ${outcome.message}`);
+        this.deps.log.warn(
+          `run ${this.prepared.runId}: the model failed: ${outcome.model ? `${outcome.model.code} ${outcome.model.detail}` : outcome.message}`,
+        );
         return failed(
-          outcome.structuredOutput ? 'STRUCTURED_OUTPUT_INVALID' : 'MODEL_ERROR',
+          outcome.structuredOutput ? 'STRUCTURED_OUTPUT_INVALID' : (outcome.model?.code ?? 'MODEL_ERROR'),
           outcome.message,
         );
       case 'aborted': {
@@ -507,6 +524,11 @@ export class RunExecution implements RunToolContext, LeaseHolder {
 
   private endSpan(status: RunEnd['status'], code: RunErrorCode | undefined, span: Span): void {
     const outcome = code && status === 'finished' ? 'error' : status;
+    // The run's tokens over all its model calls (each chat span has its own).
+    if (this.usage) {
+      span.setAttribute('gen_ai.usage.input_tokens', sum(this.usage, 'inputTokens'));
+      span.setAttribute('gen_ai.usage.output_tokens', sum(this.usage, 'outputTokens'));
+    }
     span.setAttribute('io_bridge.run.outcome', outcome);
     if (code) span.setAttribute('io_bridge.run.error_code', code);
     if (outcome === 'error') endWithError(span, code ?? 'error');
@@ -547,7 +569,7 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         runId,
         threadId,
         resourceId: this.prepared.principal.resourceId,
-        end,
+        end: this.usage ? { ...end, usage: this.usage } : end,
         produced: this.stores ? this.collector.produced(cut) : [],
       });
     } catch (err) {
@@ -556,11 +578,13 @@ export class RunExecution implements RunToolContext, LeaseHolder {
         ? { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE }
         : { code: 'INTERNAL', message: 'The run could not be recorded' };
     }
-    if (terminal) return terminal;
+    // AG-UI 1.0 usage reaches only a request that declared 1.x; the record keeps it for every client.
+    const usage = this.prepared.agUi1 && this.usage ? { usage: this.usage } : {};
+    if (terminal) return { ...terminal, ...usage };
     this.titleWanted = this.prepared.generateTitle && this.stores;
     // AG-UI 1.0 outcomes reach only a request that declared 1.x; the record keeps the interrupts for every client.
     if (this.prepared.agUi1) outcome ??= { type: 'success' };
-    return { result: ending.result, ...(this.prepared.agUi1 && outcome ? { outcome } : {}) };
+    return { result: ending.result, ...(this.prepared.agUi1 && outcome ? { outcome } : {}), ...usage };
   }
 
   /** memoryOptions.generateTitle: the agent's model names the thread, after the run, off the stream's path. */
@@ -588,6 +612,9 @@ export class RunExecution implements RunToolContext, LeaseHolder {
     }
   }
 }
+
+const sum = (usage: TokenUsage[], key: 'inputTokens' | 'outputTokens') =>
+  usage.reduce((total, entry) => total + (entry[key] ?? 0), 0);
 
 function failed(code: RunErrorCode, message: string, status: 'error' | 'cancelled' = 'error'): Ending {
   return { end: { status, code, message }, terminal: { code, message } };

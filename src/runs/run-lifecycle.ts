@@ -4,6 +4,7 @@ import { AguiEvent, RunErrorCode, UpstreamEvent } from './agui-events';
 import { repairJsonObject } from './json-repair';
 import { Outcome, Translation } from './mastra-to-agui';
 import type { RunFinishedOutcome } from '../protocol/outcomes';
+import type { TokenUsage } from '../protocol/usage';
 
 /** JSON text of a value; undefined for what JSON cannot hold (a cycle, a BigInt). */
 function safeStringify(value: unknown): string | undefined {
@@ -117,7 +118,7 @@ export class RunLifecycle {
   }
 
   /** Ends the run with RUN_FINISHED (and its AG-UI 1.0 outcome, if given), closing whatever is open first. */
-  finish(result?: unknown, outcome?: RunFinishedOutcome): void {
+  finish(result?: unknown, outcome?: RunFinishedOutcome, usage?: TokenUsage[]): void {
     if (!this.beginTerminal()) return;
     this.emit({
       type: 'RUN_FINISHED',
@@ -126,6 +127,7 @@ export class RunLifecycle {
       runId: this.options.runId,
       ...(result !== undefined && result !== null ? { result } : {}),
       ...(outcome ? { outcome } : {}),
+      ...(usage?.length ? { usage } : {}),
     });
   }
 
@@ -141,9 +143,15 @@ export class RunLifecycle {
   }
 
   /** Ends the run with RUN_ERROR, closing whatever is open first. */
-  fail(code: RunErrorCode, message: string): void {
+  fail(code: RunErrorCode, message: string, usage?: TokenUsage[]): void {
     if (!this.beginTerminal()) return;
-    this.emit({ type: 'RUN_ERROR', timestamp: Date.now(), message: message || code, code });
+    this.emit({
+      type: 'RUN_ERROR',
+      timestamp: Date.now(),
+      message: message || code,
+      code,
+      ...(usage?.length ? { usage } : {}),
+    });
   }
 
   /** Closes every open tool call, text and reasoning message and step, without ending the run. */
@@ -324,9 +332,13 @@ export type Stopped = { outcome?: Outcome; failure?: unknown };
  * How the run ends: RUN_FINISHED (with its result and AG-UI 1.0 outcome, if any), or RUN_ERROR; a
  * stop (`code`) with an `outcome` goes out as RUN_FINISHED with it (a cancelled AG-UI 1.x run).
  */
-export type Terminal =
+export type Terminal = (
   | { result?: unknown; outcome?: RunFinishedOutcome }
-  | { code: RunErrorCode; message: string; outcome?: RunFinishedOutcome };
+  | { code: RunErrorCode; message: string; outcome?: RunFinishedOutcome }
+) & {
+  /** AG-UI 1.0 `usage`, for a request that declared 1.x. */
+  usage?: TokenUsage[];
+};
 
 /** A tool call's result known before the engine reports it (the tool reported it itself). */
 export type ReportedResult = { toolCallId: string; content: unknown };
@@ -424,8 +436,14 @@ class LifecycleGuard implements Observer<Translation> {
     void this.end(stopped, () => lifecycle.closeOpen())
       .catch((): Terminal => ({ code: 'INTERNAL', message: 'The run failed unexpectedly' }))
       .then((terminal) => {
-        if ('code' in terminal && !terminal.outcome) lifecycle.fail(terminal.code, terminal.message);
-        else lifecycle.finish('result' in terminal ? terminal.result : undefined, terminal.outcome);
+        if ('code' in terminal && !terminal.outcome)
+          lifecycle.fail(terminal.code, terminal.message, terminal.usage);
+        else
+          lifecycle.finish(
+            'result' in terminal ? terminal.result : undefined,
+            terminal.outcome,
+            terminal.usage,
+          );
         this.subscriber.complete();
       });
   }

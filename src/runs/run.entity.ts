@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { TokenUsage } from '../protocol/usage';
 
 export const RUN_STATUSES = ['running', 'waiting_for_tool', 'finished', 'error', 'cancelled'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -51,4 +52,8 @@ export class Run {
 
   @Column({ name: 'error_message', type: 'text', nullable: true })
   errorMessage: string | null;
+
+  /** The tokens its model calls reported, one entry per provider and model; null when none. */
+  @Column({ type: 'jsonb', nullable: true })
+  usage: TokenUsage[] | null;
 }

@@ -5,12 +5,15 @@ import { ANY_OWNER, OwnerScope } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { isUniqueViolation } from '../database/database-errors';
 import { StoredMessage } from '../threads/message-format';
+import type { TokenUsage } from '../protocol/usage';
 import { ACTIVE, Run, RunStatus, unindexed } from './run.entity';
 
 export type RunEnd = {
   status: Extract<RunStatus, 'finished' | 'error' | 'cancelled'>;
   code?: string;
   message?: string;
+  /** The tokens the run's model calls reported. */
+  usage?: TokenUsage[];
 };
 
 /** A run this instance holds, with its owner: what lease renewals and checkpoints write. */

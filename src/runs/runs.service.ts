@@ -263,6 +263,7 @@ export class RunsService {
         ? { error: { code: run.errorCode, message: run.errorMessage ?? run.errorCode } }
         : {}),
       pendingToolCalls: active ? await this.toolCalls.pending(run.id, run.resourceId) : [],
+      ...(run.usage ? { usage: run.usage } : {}),
       ...(await this.interruptsOf(run.id, run.resourceId)),
     };
   }

@@ -8,7 +8,8 @@ type OtlpSpan = {
   name: string;
   kind: number;
   attributes: Array<{ key: string; value: OtlpValue }>;
-  status?: { code?: number };
+  status?: { code?: number; message?: string };
+  events?: Array<{ name: string; attributes?: Array<{ key: string; value: OtlpValue }> }>;
 };
 export type Span = Omit<OtlpSpan, 'attributes'> & { attributes: Record<string, unknown>; service: unknown };
 

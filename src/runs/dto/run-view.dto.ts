@@ -54,6 +54,33 @@ export class ApprovalView {
   at: string;
 }
 
+/** AG-UI 1.0 `TokenUsage`: one provider and model's tokens; cached and reasoning tokens are parts of the totals. */
+export class TokenUsageView {
+  @ApiPropertyOptional({ example: 'openai' })
+  provider?: string;
+
+  @ApiPropertyOptional({ example: 'gpt-4o-mini' })
+  model?: string;
+
+  @ApiPropertyOptional({ example: 1200 })
+  inputTokens?: number;
+
+  @ApiPropertyOptional({ example: 85 })
+  outputTokens?: number;
+
+  @ApiPropertyOptional({ example: 1285 })
+  totalTokens?: number;
+
+  @ApiPropertyOptional()
+  reasoningTokens?: number;
+
+  @ApiPropertyOptional()
+  cachedInputTokens?: number;
+
+  @ApiPropertyOptional()
+  cacheWriteInputTokens?: number;
+}
+
 /** A run as `GET /runs/:runId` shows it (CONTRACT section 1). */
 export class RunView {
   @ApiProperty()
@@ -79,6 +106,13 @@ export class RunView {
 
   @ApiProperty({ type: [PendingToolCallView], description: 'The frontend tool calls the run waits for' })
   pendingToolCalls: PendingToolCallView[];
+
+  @ApiPropertyOptional({
+    type: [TokenUsageView],
+    description:
+      "The tokens its model calls reported, one entry per provider and model (absent when none); recorded at the run's end",
+  })
+  usage?: TokenUsageView[];
 
   @ApiPropertyOptional({
     type: [InterruptView],
