@@ -78,6 +78,7 @@ const DEFAULTS: AppConfig = {
     oidcIssuer: undefined,
     oidcAudience: undefined,
     oidcJwksUri: undefined,
+    oidcClientId: undefined,
     resourceIdClaim: 'sub',
     adminRoleClaim: 'roles',
     adminRole: undefined,

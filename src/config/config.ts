@@ -387,6 +387,12 @@ export const VARIABLES = {
     unset: 'from discovery',
     table: 'jwt',
   },
+  OIDC_CLIENT_ID: {
+    schema: z.string().min(1).optional(),
+    at: 'auth.oidcClientId',
+    doc: 'the public client Swagger UI signs in with (authorization code with PKCE; its redirect URIs include `<service URL>/docs/oauth2-redirect.html`); unset, the sign-in dialog asks for it',
+    table: 'jwt',
+  },
   RESOURCE_ID_CLAIM: {
     schema: z.string().min(1).default('sub'),
     at: 'auth.resourceIdClaim',
