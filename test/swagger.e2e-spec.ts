@@ -247,7 +247,12 @@ describe('OpenAPI document at /docs-json', () => {
       }
       expect(Object.keys(examplesOf(r.method, r.path, '401'))).toEqual(['UNAUTHENTICATED']);
     }
-    expect(Object.keys(examplesOf('post', '/run', '409'))).toEqual(['RUN_ALREADY_EXISTS', 'THREAD_BUSY']);
+    expect(Object.keys(examplesOf('post', '/run', '409'))).toEqual([
+      'RUN_ALREADY_EXISTS',
+      'THREAD_BUSY',
+      'INTERRUPT_ALREADY_RESOLVED',
+    ]);
+    expect(Object.keys(examplesOf('post', '/run', '410'))).toEqual(['INTERRUPT_EXPIRED']);
     expect(Object.keys(examplesOf('post', '/run', '400'))).toEqual(['VALIDATION_FAILED']);
     expect(examplesOf('post', '/run', '400').VALIDATION_FAILED.value.details).toEqual([
       { path: expect.any(String), message: expect.any(String) },
