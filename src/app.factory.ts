@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
@@ -15,8 +15,7 @@ import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from './c
 import { SafeInputPipe } from './common/safe-input';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
-import { buildInfo } from './common/build-info';
-import { runExample } from './protocol/run-agent-input.dto';
+import { openApiDocument, serveDocsPage, swaggerUiOptions } from './openapi/document';
 import { startTracing, traceRequests, tracingOn } from './ops/tracing';
 import { servePlayground } from './playground/playground';
 
@@ -67,16 +66,6 @@ export function corsOptions(origins: '*' | string[]) {
     // A plain OPTIONS (no Origin) gets the same 204 instead of a text/plain 400 outside the envelope.
     strictPreflight: false,
   };
-}
-
-/** A copy of the document whose POST /run example has fresh ids. */
-function withFreshRunExample(doc: OpenAPIObject, runPath: string): OpenAPIObject {
-  const copy = structuredClone(doc);
-  const body = copy.paths[runPath]?.post?.requestBody;
-  const examples = body && 'content' in body ? body.content['application/json']?.examples : undefined;
-  const chat = examples?.chat;
-  if (chat && 'value' in chat) chat.value = runExample();
-  return copy;
 }
 
 /**
@@ -148,6 +137,8 @@ export async function createApp(
           styleSrc: ["'self'", "'unsafe-inline'"],
           imgSrc: ["'self'", 'data:'],
           scriptSrc: ["'self'"],
+          // Swagger UI's OIDC sign-in reads the provider's discovery and posts to its token endpoint.
+          connectSrc: ["'self'", ...oidcOrigins(config)],
           // Helmet's default upgrade-insecure-requests rewrites /docs' own assets and its "Try it out" calls to
           // https: on plain HTTP under any host name but localhost (a cluster-internal URL) Swagger UI stays blank.
           // Every resource is same-origin, so over HTTPS nothing is lost without it.
@@ -188,37 +179,15 @@ export async function createApp(
     }),
   );
   app.useGlobalFilters(new DomainErrorFilter());
-  const document = () => {
-    const doc = SwaggerModule.createDocument(
-      app,
-      new DocumentBuilder()
-        .setTitle('io-bridge')
-        .setDescription(
-          'io.Intelligence Agent Protocol (AG-UI) for Mastra agents. Every error is an ErrorEnvelope ' +
-            '`{statusCode, code, message, details?}`. With AUTH_MODE=jwt, authorize with a bearer token; ' +
-            'with AUTH_MODE=none, X-Resource-Id names the owner.',
-        )
-        .setVersion(buildInfo().version)
-        .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, 'bearer')
-        .addSecurityRequirements('bearer')
-        .build(),
-    );
-    // The health routes are public (@Public() on OpsController): no token.
-    for (const [path, operations] of Object.entries(doc.paths)) {
-      if (!path.startsWith('/health/')) continue;
-      for (const operation of Object.values(operations)) {
-        if (typeof operation === 'object' && operation && 'responses' in operation) operation.security = [];
-      }
-    }
-    return doc;
-  };
-  SwaggerModule.setup('docs', app, document, {
-    jsonDocumentUrl: 'docs-json',
-    // Each load of /docs (and /docs-json) offers a run example with unused ids: "Try it out" just works.
-    patchDocumentOnRequest: (_req, _res, doc) => withFreshRunExample(doc, `${config.prefix}/run`),
-  });
+  SwaggerModule.setup('docs', app, () => openApiDocument(app, config), swaggerUiOptions(config));
+  serveDocsPage(adapter.getInstance(), config);
   if (config.playground.enabled) await servePlayground(app, config.prefix);
   return app;
+}
+
+/** The OIDC provider's origin, which Swagger UI's sign-in calls from the browser (AUTH_MODE=jwt). */
+function oidcOrigins(config: AppConfig): string[] {
+  return config.auth.mode === 'jwt' && config.auth.oidcIssuer ? [new URL(config.auth.oidcIssuer).origin] : [];
 }
 
 /** The headers a helmet middleware sets, read once from a response that only records them. */

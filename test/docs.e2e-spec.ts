@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+
+import { startApp, TestApp } from './support/app';
 
 const ROOT = resolve(__dirname, '..');
 const SCRIPT = join(ROOT, 'scripts', 'check-docs.mts');
@@ -41,5 +43,54 @@ describe('the docs check (npm run check)', () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe('docs/protocol.md, the contract as built', () => {
+  let t: TestApp;
+  let doc: Record<string, any>;
+  const page = readFileSync(join(ROOT, 'docs', 'protocol.md'), 'utf8');
+  const rows = page.split('\n').filter((line) => line.startsWith('|'));
+
+  beforeAll(async () => {
+    t = await startApp();
+    doc = (await (await fetch(`${t.baseUrl}/docs-json`)).json()) as Record<string, any>;
+  });
+  afterAll(() => t.close());
+
+  it('lists every route the service serves under its prefix, with its method', () => {
+    const routes = Object.entries(doc.paths as Record<string, object>)
+      .filter(([path]) => path.startsWith('/io-bridge/'))
+      .flatMap(([path, operations]) =>
+        Object.keys(operations).map(
+          (method) =>
+            `| ${method.toUpperCase().padEnd(6)} | \`${path.slice('/io-bridge'.length).replace(/\{(\w+)\}/g, ':$1')}\``,
+        ),
+      );
+    expect(routes.length).toBeGreaterThanOrEqual(13);
+    for (const route of routes)
+      expect({ route, listed: rows.some((row) => row.startsWith(route)) }).toEqual({ route, listed: true });
+  });
+
+  it('explains every error code of the envelope and every RUN_ERROR code, each in its table', () => {
+    const schemas = doc.components.schemas;
+    const envelopeCodes: string[] = schemas.ErrorCode.enum;
+    const runCode = schemas.RunErrorEvent.properties.code;
+    const runCodes: string[] = runCode.enum ?? schemas[runCode.allOf[0].$ref.split('/').pop()].enum;
+    const [httpTable, runTable] = page.split('### Run error codes');
+    for (const code of envelopeCodes)
+      expect({ code, explained: new RegExp(`^\\| \`${code}\`\\s+\\| \\d{3}`, 'm').test(httpTable) }).toEqual({
+        code,
+        explained: true,
+      });
+    for (const code of runCodes)
+      expect({ code, explained: new RegExp(`^\\| \`${code}\`\\s+\\|`, 'm').test(runTable) }).toEqual({
+        code,
+        explained: true,
+      });
+  });
+
+  it('stands alone: it names no contract or file outside the repository', () => {
+    expect(page).not.toMatch(/CONTRACT|agent-protocol-seed|\.\.\/shared|\/work\//);
   });
 });

@@ -1,11 +1,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Ajv from 'ajv';
 import type { Browser, ConsoleMessage } from 'playwright-core';
 import { ERROR_CODES, ERROR_STATUS } from '../src/common/errors';
 import { RUN_ERROR_CODES } from '../src/protocol/agui-events';
 import { startApp, TestApp } from './support/app';
-import { runToFrames } from './support/sse';
+import { openRun, runToFrames } from './support/sse';
+import { TestIdp } from './support/oidc';
 import { launchChromium } from './support/chromium';
 
 /** Browser notices that are not failures: COOP is ignored on a plain-HTTP origin, as intended. */
@@ -79,7 +81,45 @@ const ROUTES: Array<{
     okRef: 'MessagesPage',
     errors: ['400', '404'],
   },
+  { method: 'get', path: '/usage', tag: 'usage', ok: '200', okRef: 'UsageView', errors: ['400'] },
+  {
+    method: 'get',
+    path: '/admin/usage',
+    tag: 'usage',
+    ok: '200',
+    okRef: 'AdminUsageView',
+    errors: ['400', '403'],
+  },
+  {
+    method: 'put',
+    path: '/admin/quotas/{resourceId}',
+    tag: 'usage',
+    ok: '200',
+    okRef: 'QuotaView',
+    errors: ['400', '403'],
+  },
 ];
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** OpenAPI 3.0's `nullable` as JSON Schema: the schema, or null. */
+function jsonSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(jsonSchema);
+  if (!node || typeof node !== 'object') return node;
+  const { nullable, ...rest } = node as Json;
+  const converted = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, jsonSchema(v)]));
+  return nullable === true ? { anyOf: [converted, { type: 'null' }] } : converted;
+}
+
+/** Validates a value against a schema of the document (its `$ref`s resolve in the document's components). */
+function validator(doc: Json): (schema: Json, value: unknown) => unknown[] {
+  const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true });
+  const components = jsonSchema(doc.components) as Json;
+  return (schema, value) => {
+    const validate = ajv.compile({ components, ...(jsonSchema(schema) as Json) });
+    return validate(value) ? [] : (validate.errors ?? []);
+  };
+}
 
 const schemaName = (ref: string) => ref.replace('#/components/schemas/', '');
 
@@ -207,15 +247,176 @@ describe('OpenAPI document at /docs-json', () => {
       }
       expect(Object.keys(examplesOf(r.method, r.path, '401'))).toEqual(['UNAUTHENTICATED']);
     }
-    expect(Object.keys(examplesOf('post', '/run', '409'))).toEqual(['RUN_ALREADY_EXISTS', 'THREAD_BUSY']);
+    expect(Object.keys(examplesOf('post', '/run', '409'))).toEqual([
+      'RUN_ALREADY_EXISTS',
+      'THREAD_BUSY',
+      'INTERRUPT_ALREADY_RESOLVED',
+    ]);
+    expect(Object.keys(examplesOf('post', '/run', '410'))).toEqual(['INTERRUPT_EXPIRED']);
     expect(Object.keys(examplesOf('post', '/run', '400'))).toEqual(['VALIDATION_FAILED']);
     expect(examplesOf('post', '/run', '400').VALIDATION_FAILED.value.details).toEqual([
       { path: expect.any(String), message: expect.any(String) },
     ]);
-    expect(Object.keys(examplesOf('post', '/run', '429'))).toEqual(['RATE_LIMITED', 'TOO_MANY_ACTIVE_RUNS']);
+    expect(Object.keys(examplesOf('post', '/run', '429'))).toEqual([
+      'RATE_LIMITED',
+      'TOO_MANY_ACTIVE_RUNS',
+      'QUOTA_EXCEEDED',
+    ]);
     expect(Object.keys(examplesOf('post', '/threads', '409'))).toEqual(['THREAD_ID_CONFLICT']);
     expect(Object.keys(examplesOf('post', '/runs/{runId}/cancel', '409'))).toEqual(['RUN_NOT_ACTIVE']);
     expect(Object.keys(examplesOf('get', '/threads', '403'))).toEqual(['FORBIDDEN']);
+  });
+
+  it('shows examples on every route (request bodies, success responses, path parameters), each valid against its schema', () => {
+    const errorsOf = validator(doc);
+    const operations = [
+      ...ROUTES.map((r) => ({ method: r.method, path: `${P}${r.path}` })),
+      { method: 'get', path: '/health/live' },
+      { method: 'get', path: '/health/ready' },
+    ];
+    let checked = 0;
+    for (const { method, path } of operations) {
+      const operation = op(method, path);
+      const media: Array<[string, Json]> = [];
+      const body = operation.requestBody?.content?.['application/json'];
+      if (operation.requestBody) media.push(['request', body]);
+      for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+        if (Number(status) >= 400) continue;
+        for (const [type, content] of Object.entries((response.content ?? {}) as Record<string, Json>))
+          media.push([`${status} ${type}`, content]);
+      }
+      for (const [what, content] of media) {
+        const where = `${method} ${path} ${what}`;
+        const examples = Object.entries((content.examples ?? {}) as Record<string, Json>);
+        expect({ where, examples: examples.length > 0 }).toEqual({ where, examples: true });
+        for (const [name, example] of examples) {
+          expect({ where, name, summary: typeof example.summary }).toEqual({
+            where,
+            name,
+            summary: 'string',
+          });
+          expect({ where, name, errors: errorsOf(content.schema, example.value) }).toEqual({
+            where,
+            name,
+            errors: [],
+          });
+          checked++;
+        }
+      }
+      for (const parameter of (operation.parameters ?? []) as Json[]) {
+        if (parameter.in !== 'path') continue;
+        const where = `${method} ${path} ${parameter.name}`;
+        expect({ where, example: parameter.example }).toEqual({ where, example: expect.any(String) });
+        if (/^(threadId|runId)$/.test(parameter.name as string)) expect(parameter.example).toMatch(UUID);
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(30);
+  });
+
+  it('uses UUIDs for ids, shows /run with tools, memory and an approval, and each route its own examples', () => {
+    const bodies = (method: string, path: string): Record<string, Json> =>
+      op(method, `${P}${path}`).requestBody.content['application/json'].examples;
+    const runs = bodies('post', '/run');
+    expect(Object.keys(runs)).toEqual(['chat', 'serverTool', 'frontendTool', 'memory', 'approval']);
+    for (const [name, { value }] of Object.entries(runs)) {
+      expect({ name, threadId: value.threadId, runId: value.runId }).toEqual({
+        name,
+        threadId: expect.stringMatching(UUID),
+        runId: expect.stringMatching(UUID),
+      });
+      for (const message of value.messages as Json[]) expect(message.id).toMatch(UUID);
+    }
+    expect(runs.frontendTool.value.tools[0]).toMatchObject({
+      name: 'pick_date',
+      parameters: { type: 'object' },
+    });
+    expect(runs.frontendTool.value.context).toHaveLength(1);
+    expect(runs.memory.value.forwardedProps.memory).toMatchObject({ thread: runs.memory.value.threadId });
+    expect(runs.approval.value.resume[0]).toMatchObject({ status: 'resolved', payload: { approved: true } });
+    expect(bodies('post', '/threads').thread.value.id).toMatch(UUID);
+    expect(Object.keys(bodies('post', '/runs/{runId}/tool-calls/{toolCallId}/result'))).toEqual([
+      'content',
+      'error',
+    ]);
+    const okExamples = (method: string, path: string, status: string): Record<string, Json> =>
+      Object.values(op(method, `${P}${path}`).responses[status].content as Record<string, Json>)[0].examples;
+    expect(Object.keys(okExamples('get', '/threads/{threadId}/messages', '200'))).toEqual(['ui', 'agui']);
+    expect(Object.keys(okExamples('get', '/runs/{runId}', '200'))).toEqual([
+      'finished',
+      'waiting',
+      'approval',
+      'error',
+    ]);
+    expect(okExamples('get', '/threads/{threadId}', '200').example.value.id).toMatch(UUID);
+    const stream = okExamples('post', '/run', '200').example.value as string;
+    expect(stream).toMatch(/^id: 1\ndata: \{"type":"RUN_STARTED"/);
+    expect(stream).toContain('"type":"TOOL_CALL_RESULT"');
+    expect(stream.trimEnd()).toMatch(/"type":"RUN_FINISHED"[^\n]*$/);
+    // No example anywhere is made up from a pattern or carries a placeholder id.
+    expect(JSON.stringify(doc.paths)).not.toMatch(/thread-1|run-1|msg-2/);
+  });
+
+  it('has POST /run and POST /threads examples that work as they are, with fresh ids on every load', async () => {
+    const fresh = (await (await fetch(`${t.baseUrl}/docs-json`)).json()) as Json;
+    const runs: Record<string, Json> =
+      fresh.paths[`${P}/run`].post.requestBody.content['application/json'].examples;
+    expect(runs.chat.value.runId).not.toBe(
+      op('post', `${P}/run`).requestBody.content['application/json'].examples.chat.value.runId,
+    );
+
+    for (const name of ['chat', 'serverTool', 'memory']) {
+      const { res, frames } = await runToFrames(t.runUrl, runs[name].value);
+      expect({ name, status: res.status, last: frames.at(-1)?.event.type }).toEqual({
+        name,
+        status: 200,
+        last: 'RUN_FINISHED',
+      });
+      if (name === 'serverTool')
+        expect(frames.find((f) => f.event.type === 'TOOL_CALL_RESULT')?.event.content).toContain(
+          '"result":57',
+        );
+    }
+    const remembered = await fetch(`${t.baseUrl}${P}/threads/${runs.memory.value.threadId}/messages`, {
+      headers: { 'x-resource-id': runs.memory.value.forwardedProps.memory.resource },
+    });
+    expect(remembered.status).toBe(200);
+    expect(((await remembered.json()) as Json).messages).toHaveLength(2);
+
+    // The frontend tool: the run waits for the result, posted as the result example shows it.
+    const input = runs.frontendTool.value;
+    const live = await openRun(t.runUrl, input);
+    const end = await live.waitFor((e) => e.type === 'TOOL_CALL_END');
+    const result =
+      fresh.paths[`${P}/runs/{runId}/tool-calls/{toolCallId}/result`].post.requestBody.content[
+        'application/json'
+      ].examples.content.value;
+    const posted = await fetch(`${t.baseUrl}${P}/runs/${input.runId}/tool-calls/${end.toolCallId}/result`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(result),
+    });
+    expect(posted.status).toBe(202);
+    expect((await live.done).at(-1)?.event.type).toBe('RUN_FINISHED');
+
+    const thread =
+      fresh.paths[`${P}/threads`].post.requestBody.content['application/json'].examples.thread.value;
+    const created = await fetch(`${t.baseUrl}${P}/threads`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(thread),
+    });
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({
+      id: thread.id,
+      title: 'Trip to Lisbon',
+      agentId: 'assistant',
+    });
+  });
+
+  it('offers no OIDC sign-in unless AUTH_MODE=jwt', async () => {
+    expect(Object.keys(doc.components.securitySchemes)).toEqual(['bearer']);
+    const init = await (await fetch(`${t.baseUrl}/docs/swagger-ui-init.js`)).text();
+    expect(init).not.toContain('"initOAuth"');
   });
 
   it('offers a POST /run example that runs as it is: fresh ids on every load, no parentRunId', async () => {
@@ -229,8 +430,8 @@ describe('OpenAPI document at /docs-json', () => {
     expect(op('post', `${P}/run`).requestBody.description).toContain('new runId');
     // Swagger UI's own copy of the document is fresh too.
     const init = await (await fetch(`${t.baseUrl}/docs/swagger-ui-init.js`)).text();
-    const inUi = /"runId":\s*"(run-[0-9a-f-]{36})"/.exec(init)?.[1];
-    expect(inUi).toEqual(expect.stringMatching(/^run-/));
+    const inUi = /"runId":\s*"([0-9a-f-]{36})"/.exec(init)?.[1];
+    expect(inUi).toEqual(expect.stringMatching(UUID));
     expect([first.runId, second.runId]).not.toContain(inUi);
     // Sent as it is, the example is a valid run.
     const { res, frames } = await runToFrames(t.runUrl, first);
@@ -450,7 +651,7 @@ describe('Swagger UI at /docs, in headless Chromium', () => {
     await run.getByRole('button', { name: 'Try it out' }).click();
     const offered = JSON.parse(await run.locator('textarea.body-param__text').inputValue()) as Json;
     expect(Object.keys(offered).sort()).toEqual(['context', 'messages', 'runId', 'threadId', 'tools']);
-    expect(offered.runId).toMatch(/^run-[0-9a-f-]{36}$/);
+    expect(offered.runId).toMatch(UUID);
 
     if (process.env.SWAGGER_SCREENSHOT) {
       await page.screenshot({
@@ -458,6 +659,108 @@ describe('Swagger UI at /docs, in headless Chromium', () => {
         fullPage: true,
       });
     }
+    expect(problems).toEqual([]);
+  }, 90_000);
+});
+
+describe('Swagger sign-in with AUTH_MODE=jwt: OIDC authorization code with PKCE', () => {
+  let idp: TestIdp;
+  let t: TestApp;
+  let browser: Browser | undefined;
+
+  beforeAll(async () => {
+    idp = await TestIdp.start();
+    t = await startApp({
+      AUTH_MODE: 'jwt',
+      OIDC_ISSUER: idp.issuer,
+      OIDC_AUDIENCE: idp.audience,
+      OIDC_CLIENT_ID: 'swagger-ui',
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    await idp?.close();
+  });
+
+  it('declares the provider as an openIdConnect scheme beside bearer, and Swagger UI uses PKCE with the client', async () => {
+    const doc = (await (await fetch(`${t.baseUrl}/docs-json`)).json()) as Json;
+    expect(doc.components.securitySchemes.oidc).toEqual({
+      type: 'openIdConnect',
+      openIdConnectUrl: `${idp.issuer}/.well-known/openid-configuration`,
+      description: expect.stringContaining('PKCE'),
+    });
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    // Either one: a pasted token, or a sign-in.
+    expect(doc.security).toEqual([{ bearer: [] }, { oidc: ['openid'] }]);
+    expect(doc.paths['/health/live'].get.security).toEqual([]);
+
+    const init = await (await fetch(`${t.baseUrl}/docs/swagger-ui-init.js`)).text();
+    const options = /"initOAuth":\s*(\{[^}]*\})/.exec(init)?.[1];
+    expect(JSON.parse(options ?? 'null')).toEqual({
+      clientId: 'swagger-ui',
+      scopes: ['openid'],
+      usePkceWithAuthorizationCodeGrant: true,
+    });
+    // The page may call the provider (discovery, token) from the browser; nothing else is opened up.
+    const csp = (await fetch(`${t.baseUrl}/docs/`)).headers.get('content-security-policy');
+    expect(csp).toContain(`connect-src 'self' ${idp.origin}`);
+    // The sign-in popup keeps its opener through the provider's pages.
+    expect((await fetch(`${t.baseUrl}/docs/`)).headers.get('cross-origin-opener-policy')).toBe(
+      'same-origin-allow-popups',
+    );
+    const redirect = await fetch(`${t.baseUrl}/docs/oauth2-redirect.html`);
+    expect(redirect.status).toBe(200);
+    expect(redirect.headers.get('cross-origin-opener-policy')).toBe('unsafe-none');
+  });
+
+  it('in Chromium: Authorize signs in at the provider (code + PKCE), then "Try it out" calls the API with its token', async () => {
+    browser = await launchChromium();
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('console', (m: ConsoleMessage) => {
+      if (m.type() === 'error' && !BENIGN.some((b) => b.test(m.text())))
+        problems.push(`console: ${m.text()}`);
+    });
+
+    const response = await page.goto(`${t.baseUrl}/docs`, { waitUntil: 'load' });
+    expect(response?.status()).toBe(200);
+    expect(page.url()).toBe(`${t.baseUrl}/docs/`);
+    await page.getByRole('button', { name: 'Authorize' }).first().click();
+    const dialog = page.locator('.dialog-ux .modal-ux');
+    await dialog.waitFor({ timeout: 15_000 });
+    const oidc = dialog.locator('.auth-container').filter({ hasText: 'oidc' });
+    await oidc.locator('code', { hasText: 'authorization_code with PKCE' }).waitFor({ timeout: 15_000 });
+    await expect(oidc.locator('#client_id_authorization_code').inputValue()).resolves.toBe('swagger-ui');
+    await oidc.locator('input[type=checkbox][data-value=openid]').check();
+    if (process.env.SWAGGER_SCREENSHOT)
+      await page.screenshot({ path: join(mkdtempSync(join(tmpdir(), 'swagger-')), 'authorize.png') });
+
+    // The provider's page opens in a popup and sends it back to Swagger UI's redirect page with a code.
+    const popup = page.waitForEvent('popup');
+    await oidc.getByRole('button', { name: 'Apply given OAuth2 credentials' }).click();
+    await (await popup).waitForEvent('close', { timeout: 15_000 });
+    await oidc.locator('button', { hasText: 'Logout' }).waitFor({ timeout: 15_000 });
+    expect(idp.signIns).toEqual([
+      {
+        clientId: 'swagger-ui',
+        redirectUri: `${t.baseUrl}/docs/oauth2-redirect.html`,
+        method: 'S256',
+        pkceProved: true,
+      },
+    ]);
+    await dialog.locator('button.close-modal').click();
+
+    const agents = page.locator('#operations-agents-AgentsController_list');
+    await agents.locator('.opblock-summary').click();
+    await agents.getByRole('button', { name: 'Try it out' }).click();
+    await agents.getByRole('button', { name: 'Execute' }).click();
+    const live = agents.locator('.live-responses-table tr.response');
+    await live.waitFor({ timeout: 15_000 });
+    await expect(live.locator('.response-col_status').innerText()).resolves.toContain('200');
+    await expect(agents.locator('.curl-command').innerText()).resolves.toMatch(/Authorization: Bearer ey/);
     expect(problems).toEqual([]);
   }, 90_000);
 });

@@ -78,6 +78,7 @@ const DEFAULTS: AppConfig = {
     oidcIssuer: undefined,
     oidcAudience: undefined,
     oidcJwksUri: undefined,
+    oidcClientId: undefined,
     resourceIdClaim: 'sub',
     adminRoleClaim: 'roles',
     adminRole: undefined,
@@ -87,6 +88,7 @@ const DEFAULTS: AppConfig = {
   },
   tracing: { url: undefined, serviceName: 'io-bridge', serviceVersion: '0.1.0' },
   playground: { enabled: true },
+  budgets: { tokens: undefined, windowMs: 86_400_000 },
 };
 
 describe('loadConfig', () => {
@@ -246,6 +248,7 @@ describe('loadConfig', () => {
           serviceVersion: '0.1.0',
         },
         playground: { enabled: false },
+        budgets: { tokens: undefined, windowMs: 86_400_000 },
       });
     });
 

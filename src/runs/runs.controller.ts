@@ -85,13 +85,17 @@ export class RunsController {
   })
   @ApiErrors({
     VALIDATION_FAILED: 'the body is not a valid RunAgentInput, or not JSON',
-    NOT_FOUND: 'unknown forwardedProps.agentId, or a thread another owner holds',
+    NOT_FOUND:
+      'unknown forwardedProps.agentId, a thread another owner holds, or an unknown interrupt in resume',
     RUN_ALREADY_EXISTS: 'the runId was used before: use a new runId for every run',
     THREAD_BUSY: 'the thread has an active run',
+    INTERRUPT_ALREADY_RESOLVED: 'resume answers an interrupt that was answered already',
+    INTERRUPT_EXPIRED: 'resume answers an interrupt older than APPROVAL_TTL_MS',
     PAYLOAD_TOO_LARGE: 'the body is larger than MAX_BODY_BYTES',
     RATE_LIMITED: 'too many runs for this owner; retry after Retry-After seconds',
     TOO_MANY_ACTIVE_RUNS:
       'the owner (or, with AUTH_MODE=none, the address) has MAX_ACTIVE_RUNS_PER_OWNER live runs',
+    QUOTA_EXCEEDED: "the owner's token budget for the window is spent; retry after Retry-After seconds",
     SHUTTING_DOWN: 'this instance is draining; retry',
   })
   async run(

@@ -52,6 +52,8 @@ export type StartedRun = {
 export class RunsService {
   private readonly log = new Logger(RunsService.name);
   private readonly deps: RunDeps;
+  /** TOKEN_BUDGET_PER_OWNER and its window: an owner's own budget (owner_quotas) overrides it in the claim. */
+  private readonly budget: { tokens: number | null; windowMs: number };
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -68,6 +70,7 @@ export class RunsService {
     private readonly shares: FairShares,
     private readonly interrupts: InterruptsRepository,
   ) {
+    this.budget = { tokens: config.budgets.tokens ?? null, windowMs: config.budgets.windowMs };
     this.deps = {
       conversations,
       interrupts,
@@ -140,8 +143,10 @@ export class RunsService {
       lastMessages: prepared.lastMessages,
       readOnly: prepared.readOnly,
       memory: prepared.memory,
+      budget: this.budget,
     });
     prepared.stateless = claimed.stateless;
+    prepared.budget = claimed.budget;
     if (clientGone?.aborted) {
       await this.cancelUnstarted(prepared);
       return undefined;

@@ -46,6 +46,7 @@ const USAGE = `Usage: npm run conformance -- [options]
   --prompt-frontend-tool TEXT
                              a prompt that makes the agent call the kit's frontend tool conformance_lookup
   --prompt-mixed TEXT        a prompt that makes it call a server tool and conformance_lookup in one step
+  --prompt-approval TEXT     a prompt that makes it call a tool that needs approval (io-bridge profile)
   --timeout MS               per check (default 30000; raise it for a real model)
   --no-build                 without --base: use dist/ as it is
 
@@ -66,6 +67,7 @@ const { values: args } = (() => {
         'prompt-server-tool': { type: 'string' },
         'prompt-frontend-tool': { type: 'string' },
         'prompt-mixed': { type: 'string' },
+        'prompt-approval': { type: 'string' },
         timeout: { type: 'string' },
         'no-build': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -247,6 +249,7 @@ const report = await runConformance(
       ...(args['prompt-server-tool'] ? { serverTool: args['prompt-server-tool'] } : {}),
       ...(args['prompt-frontend-tool'] ? { frontendTool: args['prompt-frontend-tool'] } : {}),
       ...(args['prompt-mixed'] ? { mixed: args['prompt-mixed'] } : {}),
+      ...(args['prompt-approval'] ? { approval: args['prompt-approval'] } : {}),
     },
   },
 );

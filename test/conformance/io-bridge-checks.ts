@@ -16,7 +16,7 @@ import {
 import { kitId, runBody } from './http';
 import type { RunStream } from './http';
 import { FRONTEND_TOOL } from './options';
-import { serverToolRun, streamRule } from './protocol-checks';
+import { createdThread, messagesOf, serverToolRun, streamRule } from './protocol-checks';
 import { readSse } from './sse';
 
 /**
@@ -41,6 +41,123 @@ const CONTRACT_EVENTS = new Set([
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const DAY_MS = 24 * 3600 * 1000;
 
+/** io-bridge's contract for any AG-UI 1.0 client (docs/clients.md), as the extension checks quote it. */
+const ANY_CLIENT = {
+  versions:
+    'what AG-UI 1.0 added (RUN_FINISHED.outcome with pendingToolCallIds, the cancelled and interrupt outcomes, usage) goes only to a request that declares RunAgentInput.protocolVersion 1.x; a request that declares none gets the pre-1.0 shapes',
+  loop: "forwardedProps.clientProtocol 'ag-ui': when a step has emitted its frontend tool calls the run ends RUN_FINISHED {outcome: {type:'success', pendingToolCallIds}} (1.x; before 1.0 a plain RUN_FINISHED); the next run carrying role:'tool' messages answering them (the whole history, or only the new message on a stored thread) goes on, each message stored once",
+  approvals:
+    "a tool with requiresApproval does not run when the model calls it: the run ends RUN_FINISHED {outcome: {type:'interrupt', interrupts: [{id, reason:'tool_approval', toolCallId, message}]}} (before 1.0 a plain RUN_FINISHED, the interrupt on GET /runs/:runId); a later run whose resume answers it goes on (approved: the tool's TOOL_CALL_RESULT; declined: the model is told), recorded in Run.approvals; an unknown interrupt is a 404, an answered one 409 INTERRUPT_ALREADY_RESOLVED, before any stream",
+};
+
+const declares1x = (input: Record<string, unknown>) =>
+  typeof input.protocolVersion === 'string' && /^1(\.\d+)*$/.test(input.protocolVersion.trim());
+
+const agentProps = (ctx: CheckContext) => (ctx.options.agentId ? { agentId: ctx.options.agentId } : {});
+
+/**
+ * The first half of the stock-client loop: a run on a thread the kit made, with
+ * `clientProtocol: 'ag-ui'`, in which the model calls the kit's frontend tool.
+ */
+async function agUiToolRun(ctx: CheckContext, key: string, version: Record<string, unknown>) {
+  const thread = await createdThread(ctx, key);
+  const forwardedProps = { ...agentProps(ctx), clientProtocol: 'ag-ui' };
+  const input = body(ctx, ctx.options.prompts.frontendTool, {
+    threadId: thread.id,
+    tools: [FRONTEND_TOOL],
+    forwardedProps,
+    ...version,
+  });
+  const stream = await ctx.client.run(input);
+  accepted(stream);
+  finished(stream);
+  const call = toolCalls(stream.events).find((c) => c.name === FRONTEND_TOOL.name);
+  must(call, `no ${FRONTEND_TOOL.name} call: ${sequence(stream.events)}`);
+  must(
+    call.results.length === 0,
+    `TOOL_CALL_RESULT for the frontend call in the run that ended at it: ${sequence(stream.events)}`,
+  );
+  return { thread, forwardedProps, input, stream, call };
+}
+
+/** The thread as stored reads user, the call, the tool message with the kit's answer, the answer: once each. */
+async function storedOnce(ctx: CheckContext, threadId: string, toolCallId: string) {
+  const stored = await messagesOf(ctx, threadId, '?format=agui');
+  const roles = stored.map((m) => m.role).join(', ');
+  must(roles === 'user, assistant, tool, assistant', `the thread holds ${roles}`);
+  must(
+    stored[2].toolCallId === toolCallId && String(stored[2].content).includes('conformance-42'),
+    `the stored tool message is ${brief(stored[2])}`,
+  );
+  return roles;
+}
+
+/** A run on a thread the kit made in which the model calls a tool that needs approval. */
+async function approvalRun(ctx: CheckContext, key: string, version: Record<string, unknown>) {
+  const thread = await createdThread(ctx, key);
+  const input = body(ctx, ctx.options.prompts.approval, {
+    threadId: thread.id,
+    forwardedProps: agentProps(ctx),
+    ...version,
+  });
+  const stream = await ctx.client.run(input);
+  accepted(stream);
+  finished(stream);
+  const calls = toolCalls(stream.events).filter((c) => c.results.length === 0);
+  must(calls.length === 1, `not one tool call left without a result: ${sequence(stream.events)}`);
+  const agents = await ctx.client.json('/agents');
+  const agentId = ctx.options.agentId ?? agents.body?.defaultAgentId;
+  const agent = (agents.body?.agents ?? []).find((a: { id: string }) => a.id === agentId);
+  const tool = (agent?.tools ?? []).find((t: { name: string }) => t.name === calls[0].name);
+  must(
+    tool?.requiresApproval === true,
+    `${calls[0].name} is not a tool of ${agentId} with requiresApproval in GET /agents: ${brief(tool ?? agent)}`,
+  );
+  return { thread, input, stream, call: calls[0] };
+}
+
+const resumeBody = (
+  ctx: CheckContext,
+  threadId: string,
+  interruptId: string,
+  approved: boolean,
+  version: Record<string, unknown>,
+) => ({
+  threadId,
+  runId: kitId('run'),
+  messages: [],
+  tools: [],
+  context: [],
+  forwardedProps: agentProps(ctx),
+  resume: [{ interruptId, status: 'resolved', payload: { approved } }],
+  ...version,
+});
+
+/** The resumed run: 200, the approved (or declined) call's one TOOL_CALL_RESULT, then RUN_FINISHED. */
+async function resumed(ctx: CheckContext, input: ReturnType<typeof resumeBody>, toolCallId: string) {
+  const stream = await ctx.client.run(input);
+  accepted(stream);
+  finished(stream);
+  const results = ofType(stream.events, 'TOOL_CALL_RESULT').filter((e) => e.toolCallId === toolCallId);
+  must(
+    results.length === 1,
+    `${results.length} TOOL_CALL_RESULT for ${toolCallId}: ${sequence(stream.events)}`,
+  );
+  return { stream, result: results[0] };
+}
+
+/** The answer on the interrupted run's record: `Run.approvals`. */
+async function audited(ctx: CheckContext, runId: string, toolCallId: string, approved: boolean) {
+  const run = await ctx.client.json(`/runs/${encodeURIComponent(runId)}`);
+  must(run.status === 200, `GET /runs/:runId answered ${run.status}`);
+  const entry = (run.body?.approvals ?? []).find((a: { toolCallId: string }) => a.toolCallId === toolCallId);
+  must(
+    entry?.approved === approved && typeof entry.by === 'string' && typeof entry.at === 'string',
+    `approvals ${brief(run.body?.approvals)}, where ${toolCallId} ${approved ? 'approved' : 'declined'} was due`,
+  );
+  return `audited (${entry.by}, ${entry.at})`;
+}
+
 /** Rejoining a run reads the same SSE framing as POST /run. */
 async function rejoin(ctx: CheckContext, runId: string, lastEventId?: string) {
   const res = await ctx.client.request(`/runs/${encodeURIComponent(runId)}/events`, {
@@ -52,6 +169,23 @@ async function rejoin(ctx: CheckContext, runId: string, lastEventId?: string) {
 }
 
 const LEVEL_1: Check[] = [
+  streamRule({
+    id: 'X1.versioned-fields',
+    level: 1,
+    title: 'a request without protocolVersion 1.x gets no outcome and no usage on its terminal event',
+    source: { kind: 'io-bridge', clause: ANY_CLIENT.versions },
+    whole: true,
+    holds: 'requests that declare no 1.x version got the pre-1.0 shapes',
+    judge: (events, stream) => {
+      if (declares1x(stream.input)) return undefined;
+      const end = events.find(
+        (e) => (e.type === 'RUN_FINISHED' || e.type === 'RUN_ERROR') && (e.outcome ?? e.usage),
+      );
+      return end
+        ? `protocolVersion ${brief(stream.input.protocolVersion ?? 'none')}, and ${end.type} carries ${brief({ outcome: end.outcome, usage: end.usage })}`
+        : undefined;
+    },
+  }),
   {
     id: 'X1.stream-headers',
     level: 1,
@@ -460,6 +594,146 @@ const LEVEL_2: Check[] = [
       const read = await ctx.client.json(`/runs/${encodeURIComponent(input.runId)}`);
       must(read.body?.status === 'cancelled', `the run reads ${brief(read.body)}`);
       return 'RUN_ERROR CANCELLED; status cancelled';
+    },
+  },
+  {
+    id: 'X2.ag-ui-loop',
+    level: 2,
+    title:
+      "clientProtocol 'ag-ui', 1.x: the run ends with outcome.pendingToolCallIds; the next run with the whole history and the tool message goes on, each message stored once",
+    source: { kind: 'io-bridge', clause: ANY_CLIENT.loop },
+    run: async (ctx) => {
+      const version = { protocolVersion: '1.0' };
+      const { thread, forwardedProps, input, stream, call } = await agUiToolRun(ctx, 'ag-ui loop', version);
+      const outcome = stream.events.at(-1)?.outcome;
+      must(
+        outcome?.type === 'success' &&
+          Array.isArray(outcome.pendingToolCallIds) &&
+          outcome.pendingToolCallIds.includes(call.toolCallId),
+        `RUN_FINISHED ${brief(stream.events.at(-1))} does not name ${call.toolCallId} in outcome.pendingToolCallIds`,
+      );
+      // What @ag-ui/client sends next: the whole history, the call as the stream built it, the tool message.
+      const history = [
+        ...input.messages,
+        {
+          id: call.start.parentMessageId ?? kitId('msg'),
+          role: 'assistant',
+          toolCalls: [
+            { id: call.toolCallId, type: 'function', function: { name: call.name, arguments: call.args } },
+          ],
+        },
+        { id: kitId('tool'), role: 'tool', toolCallId: call.toolCallId, content: 'conformance-42' },
+      ];
+      const next = await ctx.client.run(
+        body(ctx, '', {
+          threadId: thread.id,
+          tools: [FRONTEND_TOOL],
+          forwardedProps,
+          messages: history,
+          ...version,
+        }),
+      );
+      accepted(next);
+      finished(next);
+      const end = next.events.at(-1)!;
+      must(
+        end.outcome?.type === 'success' && !end.outcome.pendingToolCallIds?.length,
+        `the next run ended ${brief(end)}`,
+      );
+      must(
+        ofType(next.events, 'TEXT_MESSAGE_CONTENT').length > 0,
+        `no answer after the tool message: ${sequence(next.events)}`,
+      );
+      const roles = await storedOnce(ctx, thread.id, call.toolCallId);
+      return `pendingToolCallIds [${outcome.pendingToolCallIds.join(', ')}]; then ${brief(shownText(next.events), 80)}; stored ${roles}`;
+    },
+  },
+  {
+    id: 'X2.ag-ui-loop-pre-1.0',
+    level: 2,
+    title:
+      "clientProtocol 'ag-ui', no version: the run ends with a plain RUN_FINISHED at the frontend call; the next run with only the tool message goes on",
+    source: { kind: 'io-bridge', clause: ANY_CLIENT.loop },
+    run: async (ctx) => {
+      const { thread, forwardedProps, stream, call } = await agUiToolRun(ctx, 'ag-ui loop pre-1.0', {});
+      const end = stream.events.at(-1)!;
+      must(end.type === 'RUN_FINISHED' && end.outcome === undefined, `the run ended ${brief(end)}`);
+      const next = await ctx.client.run(
+        body(ctx, '', {
+          threadId: thread.id,
+          tools: [FRONTEND_TOOL],
+          forwardedProps,
+          messages: [
+            { id: kitId('tool'), role: 'tool', toolCallId: call.toolCallId, content: 'conformance-42' },
+          ],
+        }),
+      );
+      accepted(next);
+      finished(next);
+      must(
+        ofType(next.events, 'TEXT_MESSAGE_CONTENT').length > 0,
+        `no answer after the tool message: ${sequence(next.events)}`,
+      );
+      const roles = await storedOnce(ctx, thread.id, call.toolCallId);
+      return `a plain RUN_FINISHED after ${call.name}; then ${brief(shownText(next.events), 80)}; stored ${roles}`;
+    },
+  },
+  {
+    id: 'X2.interrupt-resume',
+    level: 2,
+    title:
+      'a tool that needs approval ends a 1.x run with an interrupt outcome; resume approving it runs the tool, audited; a second answer is 409',
+    source: { kind: 'io-bridge', clause: ANY_CLIENT.approvals },
+    run: async (ctx) => {
+      const version = { protocolVersion: '1.0' };
+      const { thread, input, stream, call } = await approvalRun(ctx, 'interrupt 1.x', version);
+      const outcome = stream.events.at(-1)?.outcome;
+      const interrupt = (outcome?.interrupts ?? [])[0];
+      must(
+        outcome?.type === 'interrupt' &&
+          outcome.interrupts.length === 1 &&
+          interrupt.reason === 'tool_approval' &&
+          interrupt.toolCallId === call.toolCallId,
+        `RUN_FINISHED ${brief(stream.events.at(-1))}, where an interrupt for ${call.toolCallId} was due`,
+      );
+      const answer = resumeBody(ctx, thread.id, interrupt.id, true, version);
+      const { result } = await resumed(ctx, answer, call.toolCallId);
+      const audit = await audited(ctx, input.runId, call.toolCallId, true);
+      const again = await ctx.client.request('/run', {
+        body: { ...answer, runId: kitId('run') },
+        headers: { accept: 'text/event-stream' },
+      });
+      const twice = await errorEnvelope(again, 409, 'INTERRUPT_ALREADY_RESOLVED');
+      return `interrupt ${interrupt.id} for ${call.name}; approved: ${brief(result.content, 80)}; ${audit}; again: ${twice}`;
+    },
+  },
+  {
+    id: 'X2.interrupt-pre-1.0',
+    level: 2,
+    title:
+      'without a version the interrupted run ends with a plain RUN_FINISHED and the interrupt is on GET /runs/:runId; declining it tells the model; an unknown interrupt is 404',
+    source: { kind: 'io-bridge', clause: ANY_CLIENT.approvals },
+    run: async (ctx) => {
+      const { thread, input, stream, call } = await approvalRun(ctx, 'interrupt pre-1.0', {});
+      const end = stream.events.at(-1)!;
+      must(end.outcome === undefined, `the run ended ${brief(end)}`);
+      const run = await ctx.client.json(`/runs/${encodeURIComponent(input.runId)}`);
+      const interrupt = (run.body?.interrupts ?? []).find(
+        (i: { toolCallId?: string }) => i.toolCallId === call.toolCallId,
+      );
+      must(interrupt?.id, `GET /runs/:runId has no interrupt for ${call.toolCallId}: ${brief(run.body)}`);
+      const { result } = await resumed(
+        ctx,
+        resumeBody(ctx, thread.id, interrupt.id, false, {}),
+        call.toolCallId,
+      );
+      const audit = await audited(ctx, input.runId, call.toolCallId, false);
+      const unknown = await ctx.client.request('/run', {
+        body: resumeBody(ctx, thread.id, kitId('interrupt'), true, {}),
+        headers: { accept: 'text/event-stream' },
+      });
+      const missing = await errorEnvelope(unknown, 404, 'NOT_FOUND');
+      return `interrupt ${interrupt.id} on the run record; declined: ${brief(result.content, 80)}; ${audit}; unknown: ${missing}`;
     },
   },
 ];

@@ -59,6 +59,67 @@ async function plainAgUiServer(
   };
 }
 
+/**
+ * A proxy to `target` (a route prefix) that passes everything through but drops `outcome` from each
+ * RUN_FINISHED of a POST /run stream.
+ */
+async function outcomeStrippingProxy(target: string): Promise<{ base: string; close: () => Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      void (async () => {
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).filter(
+            (entry): entry is [string, string] => typeof entry[1] === 'string' && entry[0] !== 'host',
+          ),
+        );
+        const answer = await fetch(`${new URL(target).origin}${req.url}`, {
+          method: req.method,
+          headers,
+          ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
+        });
+        const sse = /^text\/event-stream/.test(answer.headers.get('content-type') ?? '');
+        const out = Object.fromEntries(
+          [...answer.headers].filter(([k]) => !['content-length', 'content-encoding'].includes(k)),
+        );
+        res.writeHead(answer.status, out);
+        if (!answer.body) return void res.end();
+        let pending = '';
+        for await (const chunk of answer.body as unknown as AsyncIterable<Uint8Array>) {
+          if (!sse) {
+            res.write(chunk);
+            continue;
+          }
+          pending += Buffer.from(chunk).toString('utf8');
+          const lines = pending.split('\n');
+          pending = lines.pop()!;
+          for (const line of lines) {
+            if (!line.startsWith('data: ')) {
+              res.write(`${line}\n`);
+              continue;
+            }
+            const event = JSON.parse(line.slice(6)) as Record<string, unknown>;
+            if (event.type === 'RUN_FINISHED') delete event.outcome;
+            res.write(`data: ${JSON.stringify(event)}\n`);
+          }
+        }
+        res.end(pending);
+      })().catch((err: Error) => res.destroy(err));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    base: `http://127.0.0.1:${port}${new URL(target).pathname}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 const text = (messageId: string, words: string[]): BaseEvent[] => [
   { type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' },
   ...words.map((delta) => ({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta })),
@@ -124,6 +185,58 @@ const BROKEN: [string, string, (input: Input) => BaseEvent[]][] = [
     },
   ],
   ['no RUN_STARTED first', 'L1.run-started-first', (input) => answer(input).slice(1)],
+  [
+    'pendingToolCallIds naming a call the run answered',
+    'L1.pending-tool-calls',
+    (input) => {
+      const toolCallId = randomUUID();
+      return [
+        runStarted(input),
+        {
+          type: EventType.TOOL_CALL_START,
+          toolCallId,
+          toolCallName: 'lookup',
+          parentMessageId: randomUUID(),
+        },
+        { type: EventType.TOOL_CALL_ARGS, toolCallId, delta: '{"query":"Paris"}' },
+        { type: EventType.TOOL_CALL_END, toolCallId },
+        {
+          type: EventType.TOOL_CALL_RESULT,
+          messageId: randomUUID(),
+          toolCallId,
+          content: 'France',
+          role: 'tool',
+        },
+        ...text(randomUUID(), ['Paris is ', 'in France']),
+        { ...runFinished(input), outcome: { type: 'success', pendingToolCallIds: [toolCallId] } },
+      ] as BaseEvent[];
+    },
+  ],
+  [
+    'two interrupts under one id',
+    'L1.interrupts',
+    (input) => [
+      ...answer(input).slice(0, -1),
+      {
+        ...runFinished(input),
+        outcome: {
+          type: 'interrupt',
+          interrupts: [
+            { id: 'approve-1', reason: 'tool_approval' },
+            { id: 'approve-1', reason: 'tool_approval' },
+          ],
+        },
+      },
+    ],
+  ],
+  [
+    'usage that does not add up',
+    'L1.usage-accounting',
+    (input) => [
+      ...answer(input).slice(0, -1),
+      { ...runFinished(input), usage: [{ inputTokens: 10, outputTokens: 5, totalTokens: 20 }] },
+    ],
+  ],
 ];
 
 describe('the conformance kit', () => {
@@ -184,6 +297,24 @@ describe('the conformance kit', () => {
       },
     );
 
+    it('fails the stock-client loop and the interrupt checks, and no other, when RUN_FINISHED loses its outcome', async () => {
+      // io-bridge behind a proxy that drops RUN_FINISHED.outcome: a 1.x client learns of neither its pending
+      // frontend calls nor the approval it must give.
+      const proxy = await outcomeStrippingProxy(service!.base);
+      try {
+        const report = await runConformance({ base: proxy.base }, { levels: [2], profile: 'io-bridge' });
+        keep('io-bridge-without-outcome', report);
+        expect(explained(report, failedChecks(report))).toEqual(
+          explained(report, ['X2.ag-ui-loop', 'X2.interrupt-resume']),
+        );
+        expect(checksOf(report).find((c) => c.id === 'X2.ag-ui-loop')!.seen).toMatch(
+          /does not name .* in outcome\.pendingToolCallIds/,
+        );
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it('checks io-bridge extensions only in the io-bridge profile, each of them sourced to io-bridge', () => {
       expect(reports.protocol!.extensions).toBeUndefined();
       expect(checksOf(reports.protocol!).every((c) => !c.extension)).toBe(true);
@@ -241,7 +372,7 @@ describe('the conformance kit', () => {
       const text = formatReport(report);
       for (const id of missing) expect(text).toMatch(new RegExp(`FAIL ${id.replace('.', '\\.')} `));
       expect(report.summary).toMatch(
-        /^FAIL .*Level 1 pass; protocol 15\/15 checks pass; io-bridge extensions 4\/11/,
+        /^FAIL .*Level 1 pass; protocol 18\/18 checks pass; io-bridge extensions 5\/12/,
       );
     });
   });
@@ -262,7 +393,7 @@ describe('the conformance kit', () => {
       expect(report.levels).toEqual([expect.objectContaining({ level: 1, status: 'fail' })]);
       expect(report.ok).toBe(false);
       const check = checksOf(report).find((c) => c.id === rule)!;
-      expect(check.source.kind).toBe('protocol');
+      expect(['protocol', 'ag-ui']).toContain(check.source.kind);
       expect(check.seen).not.toBe('');
     });
   });

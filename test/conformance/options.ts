@@ -30,6 +30,8 @@ export type ConformanceOptions = {
     frontendTool: string;
     /** Makes the agent call a server tool and `conformance_lookup` in the same step. */
     mixed: string;
+    /** Makes the agent call one of its tools that needs a person's approval (`requiresApproval` in GET /agents). */
+    approval: string;
   };
 };
 
@@ -54,6 +56,7 @@ export const DEFAULT_OPTIONS: ConformanceOptions = {
     serverTool: '/tool calculate {"expression":"2+3*4"}',
     frontendTool: `/tool ${FRONTEND_TOOL.name} {"query":"Paris"}`,
     mixed: `/tool calculate {"expression":"6*7"}\n/tool ${FRONTEND_TOOL.name} {"query":"Lyon"}`,
+    approval: '/tool publish_note {"text":"from the conformance kit"}',
   },
 };
 

@@ -57,6 +57,19 @@ const SEED = {
   agentId: 'agentId | Select the backend agent',
 };
 
+/** AG-UI 1.0's rules on how a run ends (@ag-ui/core 1.0, RunFinishedOutcome and TokenUsage), as stated there. */
+const AG_UI_1 = {
+  pending:
+    'RUN_FINISHED outcome success: pendingToolCallIds, when present, must list exactly the tool calls the run ' +
+    'started and did not answer with TOOL_CALL_RESULT',
+  interrupts:
+    'RUN_FINISHED outcome interrupt: at least one interrupt, each with an id (a resume entry answers it by ' +
+    'this id) and a reason',
+  usage:
+    'usage: TokenUsage[]: totalTokens is inputTokens plus outputTokens; reasoningTokens is part of ' +
+    'outputTokens; cachedInputTokens and cacheWriteInputTokens are part of inputTokens',
+};
+
 const SUBSET = new Set([
   'RUN_STARTED',
   'RUN_FINISHED',
@@ -122,6 +135,10 @@ export function streamRule(
     },
   };
 }
+
+/** The outcome of a stream's RUN_FINISHED (AG-UI 1.0), if any. */
+const outcomeOf = (events: Event[]): Record<string, any> | undefined =>
+  events.find((e) => e.type === 'RUN_FINISHED')?.outcome as Record<string, any> | undefined;
 
 const describeEvent = (events: Event[], i: number) => `event ${i + 1} ${brief(events[i], 160)}`;
 
@@ -238,6 +255,77 @@ export const STREAM_RULES = [
       return i < 0
         ? undefined
         : `${describeEvent(events, i)} where threadId ${s.input.threadId} and runId ${s.input.runId} were sent`;
+    },
+  }),
+  streamRule({
+    id: 'L1.pending-tool-calls',
+    level: 1,
+    title:
+      'RUN_FINISHED outcome.pendingToolCallIds, when sent, names exactly the tool calls the run left without a result',
+    source: { kind: 'ag-ui', clause: AG_UI_1.pending },
+    whole: true,
+    holds: 'every pendingToolCallIds sent names exactly the calls left without TOOL_CALL_RESULT',
+    judge: (events) => {
+      const pending = outcomeOf(events)?.pendingToolCallIds;
+      if (pending === undefined) return undefined;
+      if (!Array.isArray(pending)) return `pendingToolCallIds ${brief(pending)} is not a list`;
+      const due = toolCalls(events)
+        .filter((c) => c.results.length === 0)
+        .map((c) => c.toolCallId);
+      const same =
+        new Set(pending).size === pending.length &&
+        pending.length === due.length &&
+        due.every((id) => pending.includes(id));
+      return same
+        ? undefined
+        : `pendingToolCallIds [${pending.join(', ')}] where the run left [${due.join(', ')}] without a result: ${sequence(events)}`;
+    },
+  }),
+  streamRule({
+    id: 'L1.interrupts',
+    level: 1,
+    title: 'an interrupt outcome names at least one interrupt, each with its own id and a reason',
+    source: { kind: 'ag-ui', clause: AG_UI_1.interrupts },
+    whole: true,
+    holds: 'every interrupt outcome names its interrupts by distinct ids, with reasons',
+    judge: (events) => {
+      const outcome = outcomeOf(events);
+      if (outcome?.type !== 'interrupt') return undefined;
+      const list: any[] = Array.isArray(outcome.interrupts) ? outcome.interrupts : [];
+      if (list.length === 0) return `an interrupt outcome with nothing to answer: ${brief(outcome)}`;
+      const ids = list.map((i) => i?.id);
+      if (ids.some((id) => typeof id !== 'string' || id === '') || new Set(ids).size !== ids.length)
+        return `interrupt ids ${brief(ids)}: not distinct non-empty strings`;
+      const noReason = list.find((i) => typeof i.reason !== 'string' || i.reason === '');
+      return noReason ? `interrupt ${noReason.id} has no reason: ${brief(noReason)}` : undefined;
+    },
+  }),
+  streamRule({
+    id: 'L1.usage-accounting',
+    level: 1,
+    title: 'usage on RUN_FINISHED or RUN_ERROR, when sent, adds up as AG-UI 1.0 counts tokens',
+    source: { kind: 'ag-ui', clause: AG_UI_1.usage },
+    whole: true,
+    holds: 'every usage sent adds up',
+    judge: (events) => {
+      for (const end of terminals(events)) {
+        if (end.usage === undefined) continue;
+        if (!Array.isArray(end.usage)) return `${end.type} usage ${brief(end.usage)} is not a list`;
+        for (const u of end.usage as Record<string, unknown>[]) {
+          const n = (key: string) => (typeof u?.[key] === 'number' ? u[key] : undefined);
+          const [input, output, total] = [n('inputTokens'), n('outputTokens'), n('totalTokens')];
+          const wrong =
+            input !== undefined && output !== undefined && total !== undefined && total !== input + output
+              ? 'totalTokens is not inputTokens plus outputTokens'
+              : (n('reasoningTokens') ?? 0) > (output ?? Infinity)
+                ? 'reasoningTokens exceed outputTokens'
+                : Math.max(n('cachedInputTokens') ?? 0, n('cacheWriteInputTokens') ?? 0) > (input ?? Infinity)
+                  ? 'cached tokens exceed inputTokens'
+                  : undefined;
+          if (wrong) return `${end.type} usage ${brief(u)}: ${wrong}`;
+        }
+      }
+      return undefined;
     },
   }),
 ];
@@ -609,7 +697,7 @@ const conversation = (ctx: CheckContext, key: string, prompt: string) =>
     return { thread, input, stream };
   });
 
-const messagesOf = async (ctx: CheckContext, threadId: string, query = '') => {
+export const messagesOf = async (ctx: CheckContext, threadId: string, query = '') => {
   const read = await ctx.client.json(`${threadPath(threadId)}/messages${query}`);
   must(read.status === 200, `GET …/messages${query} answered ${read.status} ${brief(read.body)}`);
   const list = listIn(read.body, 'messages');

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { CryptoKey, exportJWK, exportSPKI, generateKeyPair, JWK, JWTPayload, SignJWT } from 'jose';
@@ -26,12 +26,55 @@ export class TestIdp {
   readonly fetches = { discovery: 0, jwks: 0 };
   private readonly keys: Key[] = [];
   private readonly published = new Set<string>();
+  /** Sign-ins by authorization code: what each asked, and whether its token request proved the PKCE verifier. */
+  readonly signIns: Array<{ clientId: string; redirectUri: string; method: string; pkceProved?: boolean }> =
+    [];
+  private readonly codes = new Map<string, { challenge: string; signIn: TestIdp['signIns'][number] }>();
   private readonly server = createServer((req, res) => {
     res.setHeader('content-type', 'application/json');
+    // A browser page of another origin (Swagger UI) reads discovery and posts to the token endpoint.
+    res.setHeader('access-control-allow-origin', '*');
+    res.setHeader('access-control-allow-headers', '*');
+    const url = new URL(req.url ?? '/', this.origin);
     // Discovery lives under the issuer's path, as in Keycloak: `${issuer}/.well-known/openid-configuration`.
-    if (req.url === `${ISSUER_PATH}/.well-known/openid-configuration`) {
+    if (req.method === 'OPTIONS') {
+      res.statusCode = 204;
+      res.end();
+    } else if (url.pathname === `${ISSUER_PATH}/.well-known/openid-configuration`) {
       this.fetches.discovery++;
-      res.end(JSON.stringify({ issuer: this.issuer, jwks_uri: this.jwksUri }));
+      res.end(
+        JSON.stringify({
+          issuer: this.issuer,
+          jwks_uri: this.jwksUri,
+          authorization_endpoint: `${this.origin}/authorize`,
+          token_endpoint: `${this.origin}/token`,
+          response_types_supported: ['code'],
+          grant_types_supported: ['authorization_code'],
+          code_challenge_methods_supported: ['S256'],
+          scopes_supported: ['openid'],
+        }),
+      );
+    } else if (url.pathname === '/authorize') {
+      // Signs the user in at once (no login page) and sends the browser back with a code.
+      const q = url.searchParams;
+      const code = randomUUID();
+      const signIn = {
+        clientId: q.get('client_id') ?? '',
+        redirectUri: q.get('redirect_uri') ?? '',
+        method: q.get('code_challenge_method') ?? 'none',
+      };
+      this.signIns.push(signIn);
+      this.codes.set(code, { challenge: q.get('code_challenge') ?? '', signIn });
+      const back = new URL(signIn.redirectUri);
+      back.searchParams.set('code', code);
+      back.searchParams.set('state', q.get('state') ?? '');
+      res.statusCode = 302;
+      res.setHeader('location', back.toString());
+      res.end();
+    } else if (url.pathname === '/token' && req.method === 'POST') {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => void this.token(new URLSearchParams(body), res));
     } else if (req.url === '/jwks') {
       this.fetches.jwks++;
       res.end(JSON.stringify({ keys: this.keys.filter((k) => this.published.has(k.kid)).map((k) => k.jwk) }));
@@ -42,11 +85,30 @@ export class TestIdp {
   });
   issuer = '';
   jwksUri = '';
+  origin = 'http://127.0.0.1';
+
+  /** The token endpoint: a code is good once, and only with the verifier whose S256 hash it was asked with. */
+  private async token(form: URLSearchParams, res: import('node:http').ServerResponse): Promise<void> {
+    const grant = this.codes.get(form.get('code') ?? '');
+    this.codes.delete(form.get('code') ?? '');
+    const verifier = form.get('code_verifier') ?? '';
+    const proved =
+      !!grant && !!verifier && createHash('sha256').update(verifier).digest('base64url') === grant.challenge;
+    if (grant) grant.signIn.pkceProved = proved;
+    if (!grant || !proved || form.get('grant_type') !== 'authorization_code') {
+      res.statusCode = 400;
+      res.end(JSON.stringify({ error: 'invalid_grant' }));
+      return;
+    }
+    const token = await this.sign({ sub: 'swagger-user' });
+    res.end(JSON.stringify({ access_token: token, token_type: 'Bearer', expires_in: 300 }));
+  }
 
   static async start(): Promise<TestIdp> {
     const idp = new TestIdp();
     await new Promise<void>((resolve) => idp.server.listen(0, '127.0.0.1', resolve));
     const { port } = idp.server.address() as AddressInfo;
+    idp.origin = `http://127.0.0.1:${port}`;
     idp.issuer = `http://127.0.0.1:${port}${ISSUER_PATH}`;
     idp.jwksUri = `http://127.0.0.1:${port}/jwks`;
     await idp.addKey('RS256');

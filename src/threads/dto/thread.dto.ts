@@ -214,7 +214,8 @@ export class UiMessageView {
 export class MessagesPage {
   @ApiProperty({
     type: 'array',
-    items: { oneOf: [{ $ref: getSchemaPath(UiMessageView) }, { $ref: getSchemaPath(MessageDto) }] },
+    // anyOf, not oneOf: a UI message also satisfies the looser AG-UI message shape.
+    items: { anyOf: [{ $ref: getSchemaPath(UiMessageView) }, { $ref: getSchemaPath(MessageDto) }] },
     description: '`format=ui`: UiMessageView; `format=agui`: the AG-UI message as stored (MessageDto)',
   })
   messages: Record<string, unknown>[];
