@@ -8,6 +8,7 @@
  */
 import 'reflect-metadata';
 import { benchThreads, formatThreadsBench } from './threads-bench';
+import { benchStockRoundTrip, formatStockRoundTrip } from './stock-roundtrip';
 import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { WarmConnections } from './lean-client';
 import { benchResume, formatResume, withReplica } from './resume-bench';
@@ -811,7 +812,9 @@ async function main(): Promise<void> {
 
   const progress = (what: string) => process.stderr.write(`... ${what}\n`);
   const only = new Set(
-    (process.env.BENCH_ONLY ?? 'throughput,latency,realistic,db-cost,memory,threads,tools,resume').split(','),
+    (
+      process.env.BENCH_ONLY ?? 'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume'
+    ).split(','),
   );
   try {
     progress('warming up');
@@ -942,6 +945,13 @@ async function main(): Promise<void> {
       progress('tools: frontend tool result round trip, one instance and two');
       tools = formatToolRoundTrip(await twoInstances(benchToolRoundTrip));
     }
+    let stockTools: string | undefined;
+    if (only.has('stock-tools')) {
+      progress("stock-tools: a stock AG-UI client's frontend tool round trip against a plain run");
+      stockTools = formatStockRoundTrip(
+        await benchStockRoundTrip(`http://127.0.0.1:${port}${config.prefix}`),
+      );
+    }
     let resume: string | undefined;
     if (only.has('resume')) {
       progress('resume: joiners of live runs, on the same instance and on another one');
@@ -965,6 +975,7 @@ async function main(): Promise<void> {
     if (dbCost) console.log(`\n${dbCost}`);
     if (mem) printMemory(mem, engineMem);
     if (tools) console.log(`\n${tools}`);
+    if (stockTools) console.log(`\n${stockTools}`);
     if (resume) console.log(`\n${resume}`);
     if (threads) console.log(threads);
     const ratios = issue14Ratios(subjects, latency, mem, engineMem);

@@ -8,6 +8,7 @@ import { StatelessRuns1764690600000 } from './1764690600000-stateless-runs';
 import { RunEvents1764690700000 } from './1764690700000-run-events';
 import { RunInterrupts1764691000000 } from './1764691000000-run-interrupts';
 import { RunUsage1764692300000 } from './1764692300000-run-usage';
+import { OwnerBudgets1764692300100 } from './1764692300100-owner-budgets';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   RunEvents1764690700000,
   RunInterrupts1764691000000,
   RunUsage1764692300000,
+  OwnerBudgets1764692300100,
 ];

@@ -7,6 +7,7 @@ import { DatabaseModule } from './database/database.module';
 import { RunsModule } from './runs/runs.module';
 import { ThreadsModule } from './threads/threads.module';
 import { OpsModule } from './ops/ops.module';
+import { UsageModule } from './usage/usage.module';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { LoggerModule } from 'nestjs-pino';
 import { LogDestination, loggingParams } from './ops/logging';
@@ -26,6 +27,7 @@ export class AppModule {
         AgentsModule,
         ThreadsModule,
         RunsModule,
+        UsageModule,
         OpsModule,
         ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: config.rateLimitPerMinute }] }),
       ],

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { db, endedRunRow, startApp, TestApp } from './support/app';
+import { db, endedRunRow, runRow, startApp, TestApp } from './support/app';
 import { MAIN } from './support/built-service';
 import { startOpenAiServer, OpenAiServer, Reply } from './support/openai-server';
 import { startReceiver } from './support/otlp-receiver';
-import { Frame, memoryOf, runInput, runToFrames, shownText } from './support/sse';
+import { TestIdp } from './support/oidc';
+import { Frame, memoryOf, parseFrames, postRun, runInput, runToFrames, shownText, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 const terminal = (frames: Frame[]) => frames.at(-1)!.event;
@@ -348,5 +349,146 @@ describe('start-up with a model nobody serves', () => {
     const lines = output.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(line);
+  });
+});
+
+describe('token budgets per owner, and usage reports', () => {
+  let idp: TestIdp;
+  let server: OpenAiServer;
+  let t: TestApp;
+  const alice = uid('alice');
+  const bob = uid('bob');
+  const operator = uid('operator');
+  const bearer = async (sub: string, roles: string[] = []) => ({
+    authorization: `Bearer ${await idp.sign({ sub, realm_access: { roles } })}`,
+  });
+  const api = async (path: string, sub: string, init: RequestInit = {}, roles: string[] = []) =>
+    fetch(`${t.baseUrl}/io-bridge${path}`, {
+      ...init,
+      headers: { 'content-type': 'application/json', ...(await bearer(sub, roles)) },
+    });
+  const run = async (sub: string, input: Record<string, unknown>) => {
+    const res = await postRun(t.runUrl, input, {
+      headers: { 'content-type': 'application/json', ...(await bearer(sub)) },
+    });
+    const raw = await res.text();
+    return { res, frames: res.ok ? parseFrames(raw).frames : [], body: res.ok ? undefined : JSON.parse(raw) };
+  };
+
+  beforeAll(async () => {
+    idp = await TestIdp.start();
+    server = await startOpenAiServer(() => ({ text: ['ok'], usage: { prompt: 30, completion: 10 } }));
+    t = await startApp({
+      AUTH_MODE: 'jwt',
+      OIDC_ISSUER: idp.issuer,
+      OIDC_AUDIENCE: idp.audience,
+      ADMIN_ROLE_CLAIM: 'realm_access.roles',
+      ADMIN_ROLE: 'io-admin',
+      MODEL: 'openai/gpt-test',
+      OPENAI_BASE_URL: server.url,
+      TOKEN_BUDGET_PER_OWNER: '100',
+      TOKEN_BUDGET_WINDOW: '1d',
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+    await server.close();
+    await idp.close();
+  });
+
+  it("only an operator sets an owner's budget", async () => {
+    const body = JSON.stringify({ tokens: 50 });
+    expect((await api(`/admin/quotas/${alice}`, alice, { method: 'PUT', body })).status).toBe(403);
+    const bad = await api(`/admin/quotas/${alice}`, operator, { method: 'PUT', body: '{"tokens":-1}' }, [
+      'io-admin',
+    ]);
+    expect(bad.status).toBe(400);
+    const set = await api(`/admin/quotas/${alice}`, operator, { method: 'PUT', body }, ['io-admin']);
+    expect(set.status).toBe(200);
+    expect(await set.json()).toEqual({ resourceId: alice, tokens: 50, window: '1d' });
+  });
+
+  it('a run that crosses the budget ends after that step with RUN_ERROR QUOTA_EXCEEDED; the next is refused before streaming', async () => {
+    // 40 of 50: the first run finishes.
+    expect(terminal((await run(alice, runInput('hi'))).frames).type).toBe('RUN_FINISHED');
+    // 40 spent; this run's first step brings it to 80: it ends there, its tool call never runs.
+    server.enqueue({ toolCalls: [CALC], usage: { prompt: 30, completion: 10 } });
+    const sent = server.requests.length;
+    const input = storedRun('please compute', { protocolVersion: '1.0' });
+    const crossing = await run(alice, input);
+    assertStreamRules(crossing.frames, input);
+    expect(server.requests.length - sent).toBe(1);
+    expect(crossing.frames.some((f) => f.event.type === 'TOOL_CALL_RESULT')).toBe(false);
+    expect(terminal(crossing.frames)).toMatchObject({
+      type: 'RUN_ERROR',
+      code: 'QUOTA_EXCEEDED',
+      usage: [{ provider: 'openai', model: 'gpt-test', inputTokens: 30, outputTokens: 10, totalTokens: 40 }],
+    });
+    expect(await endedRunRow(input.runId)).toMatchObject({ status: 'error', error_code: 'QUOTA_EXCEEDED' });
+
+    const refusedInput = runInput('hi');
+    const refused = await run(alice, refusedInput);
+    expect(refused.res.status).toBe(429);
+    expect(refused.body).toMatchObject({ statusCode: 429, code: 'QUOTA_EXCEEDED' });
+    const retryAfter = Number(refused.res.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(86_400);
+    expect(server.requests.length - sent).toBe(1);
+    expect(await runRow(refusedInput.runId)).toBeUndefined();
+
+    // Another owner has the configured default (100) and is not affected.
+    expect(terminal((await run(bob, runInput('hi'))).frames).type).toBe('RUN_FINISHED');
+  });
+
+  it('GET /usage: the caller’s tokens by day, agent and model, and its budget', async () => {
+    const res = await api('/usage', alice);
+    expect(res.status).toBe(200);
+    const today = new Date().toISOString().slice(0, 10);
+    expect(await res.json()).toEqual({
+      resourceId: alice,
+      days: 30,
+      usage: [
+        {
+          day: today,
+          agentId: 'assistant',
+          provider: 'openai',
+          model: 'gpt-test',
+          runs: 2,
+          inputTokens: 60,
+          outputTokens: 20,
+          totalTokens: 80,
+        },
+      ],
+      budget: { tokens: 50, window: '1d', spent: 80, remaining: 0, source: 'owner' },
+    });
+    expect((await api('/usage?days=0', alice)).status).toBe(400);
+  });
+
+  it('GET /admin/usage: every owner, the largest first, for operators only', async () => {
+    expect((await api('/admin/usage', alice)).status).toBe(403);
+    const res = await api('/admin/usage?limit=500', operator, {}, ['io-admin']);
+    expect(res.status).toBe(200);
+    const { owners } = (await res.json()) as { owners: Array<{ resourceId: string; totalTokens: number }> };
+    const ours = owners.filter((o) => o.resourceId === alice || o.resourceId === bob);
+    expect(ours).toEqual([
+      {
+        resourceId: alice,
+        runs: 2,
+        inputTokens: 60,
+        outputTokens: 20,
+        totalTokens: 80,
+        budget: { tokens: 50, window: '1d', spent: 80, remaining: 0, source: 'owner' },
+      },
+      {
+        resourceId: bob,
+        runs: 1,
+        inputTokens: 30,
+        outputTokens: 10,
+        totalTokens: 40,
+        budget: { tokens: 100, window: '1d', spent: 40, remaining: 60, source: 'configuration' },
+      },
+    ]);
+    const totals = owners.map((o) => o.totalTokens);
+    expect(totals).toEqual([...totals].sort((a, b) => b - a));
   });
 });

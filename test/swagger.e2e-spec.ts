@@ -81,6 +81,23 @@ const ROUTES: Array<{
     okRef: 'MessagesPage',
     errors: ['400', '404'],
   },
+  { method: 'get', path: '/usage', tag: 'usage', ok: '200', okRef: 'UsageView', errors: ['400'] },
+  {
+    method: 'get',
+    path: '/admin/usage',
+    tag: 'usage',
+    ok: '200',
+    okRef: 'AdminUsageView',
+    errors: ['400', '403'],
+  },
+  {
+    method: 'put',
+    path: '/admin/quotas/{resourceId}',
+    tag: 'usage',
+    ok: '200',
+    okRef: 'QuotaView',
+    errors: ['400', '403'],
+  },
 ];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -240,7 +257,11 @@ describe('OpenAPI document at /docs-json', () => {
     expect(examplesOf('post', '/run', '400').VALIDATION_FAILED.value.details).toEqual([
       { path: expect.any(String), message: expect.any(String) },
     ]);
-    expect(Object.keys(examplesOf('post', '/run', '429'))).toEqual(['RATE_LIMITED', 'TOO_MANY_ACTIVE_RUNS']);
+    expect(Object.keys(examplesOf('post', '/run', '429'))).toEqual([
+      'RATE_LIMITED',
+      'TOO_MANY_ACTIVE_RUNS',
+      'QUOTA_EXCEEDED',
+    ]);
     expect(Object.keys(examplesOf('post', '/threads', '409'))).toEqual(['THREAD_ID_CONFLICT']);
     expect(Object.keys(examplesOf('post', '/runs/{runId}/cancel', '409'))).toEqual(['RUN_NOT_ACTIVE']);
     expect(Object.keys(examplesOf('get', '/threads', '403'))).toEqual(['FORBIDDEN']);

@@ -74,7 +74,8 @@ export class DomainErrorFilter implements ExceptionFilter {
       this.log.warn(`database unavailable: ${(err as Error).message}`);
     if (reply.sent || reply.raw.headersSent) return;
     // Every 503 is temporary (database, draining, a dependency): say when to come back.
-    if (domain.status === 503) void reply.header('retry-after', String(RETRY_AFTER_S));
+    if (domain.retryAfterS !== undefined) void reply.header('retry-after', String(domain.retryAfterS));
+    else if (domain.status === 503) void reply.header('retry-after', String(RETRY_AFTER_S));
     void reply.status(domain.status).send(envelope(domain));
   }
 }

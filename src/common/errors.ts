@@ -20,6 +20,7 @@ export const ERROR_STATUS = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   TOO_MANY_ACTIVE_RUNS: 429,
+  QUOTA_EXCEEDED: 429,
   TOO_MANY_READERS: 429,
   HEADERS_TOO_LARGE: 431,
   INTERNAL: 500,
@@ -40,6 +41,8 @@ export class DomainError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: ErrorDetail[],
+    /** Seconds a client should wait before trying again (the `Retry-After` header). */
+    readonly retryAfterS?: number,
   ) {
     super(message);
     this.name = 'DomainError';

@@ -88,6 +88,7 @@ const DEFAULTS: AppConfig = {
   },
   tracing: { url: undefined, serviceName: 'io-bridge', serviceVersion: '0.1.0' },
   playground: { enabled: true },
+  budgets: { tokens: undefined, windowMs: 86_400_000 },
 };
 
 describe('loadConfig', () => {
@@ -247,6 +248,7 @@ describe('loadConfig', () => {
           serviceVersion: '0.1.0',
         },
         playground: { enabled: false },
+        budgets: { tokens: undefined, windowMs: 86_400_000 },
       });
     });
 

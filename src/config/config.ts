@@ -6,6 +6,14 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `30m`, `12h`, `1d` in milliseconds (the format is checked before). */
+export function durationMs(duration: string): number {
+  const unit = duration.slice(-1) as keyof typeof UNIT_MS;
+  return Number(duration.slice(0, -1)) * UNIT_MS[unit];
+}
+
 /** Why a CORS_ORIGINS entry is not an origin as a browser sends it in `Origin`, or undefined when it is. */
 function originProblem(entry: string): string | undefined {
   const example = 'an origin such as https://app.example.com or http://localhost:4200';
@@ -174,6 +182,19 @@ export const VARIABLES = {
     schema: int(0, 3_600_000).default(60_000),
     at: 'model.idleTimeoutMs',
     doc: 'a provider stream silent for this long once it has begun fails with `MODEL_TIMEOUT` (`0`: no limit)',
+  },
+  TOKEN_BUDGET_PER_OWNER: {
+    schema: int(0, Number.MAX_SAFE_INTEGER).optional(),
+    at: 'budgets.tokens',
+    doc: "tokens (input plus output) an owner's runs may spend per `TOKEN_BUDGET_WINDOW`; past it a run is refused (429 `QUOTA_EXCEEDED`) or ends after its step (`RUN_ERROR QUOTA_EXCEEDED`); `PUT /admin/quotas/:resourceId` sets one owner's",
+    unset: 'unset (no budget)',
+  },
+  TOKEN_BUDGET_WINDOW: {
+    schema: z
+      .string()
+      .regex(/^\d+(s|m|h|d)$/, 'must be a duration such as 30m, 12h or 1d')
+      .default('1d'),
+    doc: 'the sliding window budgets count over: `30m`, `12h`, `1d`, `7d`…',
   },
   DEFAULT_AGENT_ID: {
     schema: z
@@ -467,6 +488,7 @@ const DERIVED = {
       ? undefined
       : tracesUrl(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, e.OTEL_EXPORTER_OTLP_ENDPOINT),
   'tracing.serviceVersion': (): string => buildInfo().version,
+  'budgets.windowMs': (e: Env): number => durationMs(e.TOKEN_BUDGET_WINDOW),
   'playground.enabled': (e: Env): boolean => e.PLAYGROUND_ENABLED ?? e.NODE_ENV !== 'production',
   /** Environment overrides `AGENT_<ID>_MODEL` / `AGENT_<ID>_INSTRUCTIONS`, by agent id. */
   agentEnv: (_e: Env, raw: Record<string, string>): Record<string, string | undefined> =>

@@ -239,6 +239,23 @@ const run = {
   startedAt: CREATED,
   finishedAt: '2026-11-30T09:15:04.902Z',
   pendingToolCalls: [],
+  usage: [
+    {
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      inputTokens: 1843,
+      outputTokens: 212,
+      totalTokens: 2055,
+      cachedInputTokens: 1024,
+    },
+  ],
+};
+const budget = {
+  tokens: 2_000_000,
+  window: '1d',
+  spent: 15_320,
+  remaining: 1_984_680,
+  source: 'configuration',
 };
 const activeRun = {
   id: RUN,
@@ -407,6 +424,54 @@ export function operationExamples(): Record<string, OperationExamples> {
             },
           },
         },
+      },
+    },
+    UsageController_mine: {
+      responses: {
+        '200': one("The caller's last 30 days", {
+          resourceId: OWNER,
+          days: 30,
+          usage: [
+            {
+              day: '2026-11-30',
+              agentId: 'assistant',
+              provider: 'openai',
+              model: 'gpt-4o-mini',
+              runs: 14,
+              inputTokens: 12_040,
+              outputTokens: 3_280,
+              totalTokens: 15_320,
+            },
+          ],
+          budget,
+        }),
+      },
+    },
+    UsageController_everyone: {
+      responses: {
+        '200': one('The largest spenders first', {
+          days: 30,
+          owners: [
+            {
+              resourceId: OWNER,
+              runs: 14,
+              inputTokens: 12_040,
+              outputTokens: 3_280,
+              totalTokens: 15_320,
+              budget,
+            },
+          ],
+        }),
+      },
+    },
+    UsageController_setQuota: {
+      params: { resourceId: OWNER },
+      body: {
+        daily: { summary: 'Two million tokens a day', value: { tokens: 2_000_000, window: '1d' } },
+        stop: { summary: 'No more runs for this owner', value: { tokens: 0 } },
+      },
+      responses: {
+        '200': one('The budget as it is now', { resourceId: OWNER, tokens: 2_000_000, window: '1d' }),
       },
     },
     OpsController_live: {

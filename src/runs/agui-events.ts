@@ -54,6 +54,8 @@ export const RUN_ERROR_CODES = [
   'TOOL_RESULT_TIMEOUT',
   'CANCELLED',
   'STRUCTURED_OUTPUT_INVALID',
+  // The owner's token budget was crossed by this run: it ends after the step that crossed it.
+  'QUOTA_EXCEEDED',
   'SHUTTING_DOWN',
   'INTERRUPTED',
   // The database is down or not answering: the run cannot be recorded or keep its lease; retry later.

@@ -6,6 +6,7 @@ import { AdmissionsFirst } from '../database/admissions-first';
 import { isUniqueViolation } from '../database/database-errors';
 import { queryPrepared } from '../database/prepared';
 import { StoredMessage } from '../threads/message-format';
+import { tokensOf } from '../protocol/usage';
 import { ThreadsRepository } from '../threads/threads.repository';
 import { ACTIVE, unindexed } from './run.entity';
 import { RunEnd, RunsRepository } from './runs.repository';
@@ -27,10 +28,18 @@ export type ClaimRun = {
    * Otherwise the run is stored only when `threadId` is already a thread of the owner.
    */
   memory: boolean;
+  /** The configured token budget per owner (TOKEN_BUDGET_PER_OWNER; null: none) and its window, unless the owner has one of its own. */
+  budget?: { tokens: number | null; windowMs: number };
 };
 
-/** What a claimed run works with: the messages the model sees, and whether the run is part of a thread. */
-export type Claimed = { history: StoredMessage[]; stateless: boolean };
+/** An owner's token budget at a claim: its size, and what its ended runs spent in the window. */
+export type Budget = { tokens: number; spent: number };
+
+/**
+ * What a claimed run works with: the messages the model sees, whether the run is part of a thread,
+ * and the owner's budget when there is one.
+ */
+export type Claimed = { history: StoredMessage[]; stateless: boolean; budget?: Budget };
 
 export type EndRun = {
   threadId: string;
@@ -103,15 +112,32 @@ export class ConversationStore {
   }
 
   private async claimOnce(run: ClaimRun): Promise<Claimed> {
-    let rows: Array<{ kind: 'r' | 'h' | 's'; body: StoredMessage | string | boolean }>;
+    let rows: Array<{
+      kind: 'q' | 'r' | 'h' | 's';
+      body: StoredMessage | string | boolean | { tokens: string; spent: string; retryMs: number | null };
+    }>;
     try {
       rows = await queryPrepared(
         this.db,
         'io-bridge.claim-run',
-        `WITH thread AS (
+        `WITH budget AS (
+           SELECT COALESCE(q.tokens, $12::bigint) AS tokens,
+                  COALESCE(q.window_ms, $13::bigint) * interval '1 millisecond' AS span
+             FROM (SELECT 1) AS one LEFT JOIN owner_quotas q ON q.resource_id = $2),
+         quota AS (
+           SELECT b.tokens, COALESCE(sum(r.tokens), 0) AS spent,
+                  -- When the oldest run counted leaves the window: the earliest the budget can free up.
+                  ceil(extract(epoch FROM (min(r.finished_at) + b.span - now())) * 1000) AS retry_ms
+             FROM budget b LEFT JOIN runs r
+               ON r.resource_id = $2 AND r.tokens > 0 AND r.finished_at > now() - b.span
+            WHERE b.tokens IS NOT NULL
+            GROUP BY b.tokens, b.span),
+         over AS (SELECT 1 FROM quota WHERE spent >= tokens),
+         thread AS (
            INSERT INTO threads (id, resource_id, agent_id, title)
            SELECT $1, $2, $3, $4
-            WHERE $11::boolean OR EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2)
+            WHERE ($11::boolean OR EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2))
+              AND NOT EXISTS (SELECT 1 FROM over)
            ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title),
                   agent_id = COALESCE(threads.agent_id, EXCLUDED.agent_id)
              WHERE threads.resource_id = EXCLUDED.resource_id
@@ -119,7 +145,7 @@ export class ConversationStore {
          run AS (
            INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless)
            SELECT $5, $1, $2, $3, 'running', now() + $6 * interval '1 millisecond', NOT EXISTS (SELECT 1 FROM thread)
-            WHERE EXISTS (SELECT 1 FROM thread) OR NOT $11::boolean
+            WHERE (EXISTS (SELECT 1 FROM thread) OR NOT $11::boolean) AND NOT EXISTS (SELECT 1 FROM over)
            RETURNING id, stateless),
          stored AS (
            SELECT m.id FROM messages m
@@ -137,7 +163,9 @@ export class ConversationStore {
            SELECT $1, f.m->>'id', base.last + f.n, f.m->>'role', f.m, $5 FROM fresh f, base
             WHERE NOT $10::boolean AND EXISTS (SELECT 1 FROM run) AND EXISTS (SELECT 1 FROM thread)
            ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
-         SELECT 'r' AS kind, to_jsonb(stateless) AS body, NULL::bigint AS position FROM run
+         SELECT 'q' AS kind, jsonb_build_object('tokens', tokens, 'spent', spent, 'retryMs', retry_ms) AS body,
+                NULL::bigint AS position FROM quota
+         UNION ALL SELECT 'r', to_jsonb(stateless), NULL FROM run
          UNION ALL SELECT 'h', body, position FROM history
          UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
          ORDER BY kind, position`,
@@ -153,10 +181,23 @@ export class ConversationStore {
           JSON.stringify(run.incoming),
           run.readOnly,
           run.memory,
+          run.budget?.tokens ?? null,
+          run.budget?.windowMs ?? 86_400_000,
         ],
       );
     } catch (err) {
       throw this.runs.conflict(err, run.runId, run.threadId);
+    }
+    const quota = rows.find((r) => r.kind === 'q')?.body as
+      { tokens: string; spent: string; retryMs: number | null } | undefined;
+    const budget = quota && { tokens: Number(quota.tokens), spent: Number(quota.spent) };
+    if (budget && budget.spent >= budget.tokens) {
+      throw new DomainError(
+        'QUOTA_EXCEEDED',
+        `The token budget of this owner (${budget.tokens} tokens) is spent; retry later`,
+        undefined,
+        Math.max(1, Math.ceil((quota?.retryMs ?? 1000) / 1000)),
+      );
     }
     const claimed = rows.find((r) => r.kind === 'r');
     if (!claimed) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
@@ -165,6 +206,7 @@ export class ConversationStore {
     return {
       history: [...history, ...run.incoming.filter((m) => !stored.has(m.id))],
       stateless: claimed.body === true,
+      ...(budget ? { budget } : {}),
     };
   }
 
@@ -188,7 +230,7 @@ export class ConversationStore {
       `WITH locked AS (SELECT id FROM threads WHERE id = $6 AND resource_id = $2 FOR UPDATE),
        ended AS (
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
-                checkpoint = NULL, usage = $8::jsonb
+                checkpoint = NULL, usage = $8::jsonb, tokens = $9
           WHERE id = $1 AND ${unindexed(`resource_id = $2 AND ${ACTIVE}`)} AND (SELECT count(*) FROM locked) >= 0
           RETURNING id, stateless),
        closed AS (
@@ -212,6 +254,7 @@ export class ConversationStore {
         run.threadId,
         JSON.stringify(run.produced),
         run.end.usage ? JSON.stringify(run.end.usage) : null,
+        tokensOf(run.end.usage),
       ],
     );
   }

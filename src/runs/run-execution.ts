@@ -32,7 +32,7 @@ import { RunEnd } from './runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 import { AnsweredInterrupt, ApprovalRequest, InterruptsRepository } from './interrupts.repository';
 import type { RunFinishedOutcome } from '../protocol/outcomes';
-import { addUsage, TokenUsage } from '../protocol/usage';
+import { addUsage, TokenUsage, tokensOf } from '../protocol/usage';
 import type { ModelCallObserver } from '../agents/model-calls';
 
 export type { PreparedRun };
@@ -163,6 +163,10 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   /** ModelCallObserver: one provider call's tokens. */
   recordUsage(usage: TokenUsage): void {
     addUsage((this.usage ??= []), usage);
+    const budget = this.prepared.budget;
+    // A step boundary: the run that crossed its owner's budget goes no further than this step.
+    if (budget && budget.spent + tokensOf(this.usage) >= budget.tokens)
+      this.stop('QUOTA_EXCEEDED', `The token budget of this owner (${budget.tokens} tokens) is spent`);
   }
 
   /** Tool results reported by the tools themselves, for the guard to place after their TOOL_CALL_END. */

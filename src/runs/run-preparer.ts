@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Budget } from './conversation.store';
 import { Tool } from '@mastra/core/tools';
 import { AgentsService, RegisteredAgent } from '../agents/agents.service';
 import { frontendTool } from '../agents/tools/run-tools';
@@ -61,6 +62,8 @@ export type PreparedRun = {
   memory: boolean;
   /** Part of no thread (no memory named, no thread of the owner): stores nothing but its run record (set when claimed). */
   stateless: boolean;
+  /** The owner's token budget and what its ended runs spent in the window, when it has one (set at the claim). */
+  budget?: Budget;
   /** Ask the model for the thread's title instead of taking the first user message. */
   generateTitle: boolean;
   structuredOutput?: { schema: Record<string, unknown> };

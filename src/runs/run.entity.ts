@@ -56,4 +56,8 @@ export class Run {
   /** The tokens its model calls reported, one entry per provider and model; null when none. */
   @Column({ type: 'jsonb', nullable: true })
   usage: TokenUsage[] | null;
+
+  /** Input plus output tokens of `usage`: what budgets count. */
+  @Column({ type: 'bigint', default: 0 })
+  tokens: string;
 }

@@ -95,6 +95,7 @@ export class RunsController {
     RATE_LIMITED: 'too many runs for this owner; retry after Retry-After seconds',
     TOO_MANY_ACTIVE_RUNS:
       'the owner (or, with AUTH_MODE=none, the address) has MAX_ACTIVE_RUNS_PER_OWNER live runs',
+    QUOTA_EXCEEDED: "the owner's token budget for the window is spent; retry after Retry-After seconds",
     SHUTTING_DOWN: 'this instance is draining; retry',
   })
   async run(

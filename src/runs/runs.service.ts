@@ -52,6 +52,8 @@ export type StartedRun = {
 export class RunsService {
   private readonly log = new Logger(RunsService.name);
   private readonly deps: RunDeps;
+  /** TOKEN_BUDGET_PER_OWNER and its window: an owner's own budget (owner_quotas) overrides it in the claim. */
+  private readonly budget: { tokens: number | null; windowMs: number };
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -69,6 +71,7 @@ export class RunsService {
     private readonly shares: FairShares,
     private readonly interrupts: InterruptsRepository,
   ) {
+    this.budget = { tokens: config.budgets.tokens ?? null, windowMs: config.budgets.windowMs };
     this.deps = {
       conversations,
       interrupts,
@@ -144,8 +147,10 @@ export class RunsService {
       lastMessages: prepared.lastMessages,
       readOnly: prepared.readOnly,
       memory: prepared.memory,
+      budget: this.budget,
     });
     prepared.stateless = claimed.stateless;
+    prepared.budget = claimed.budget;
     if (clientGone?.aborted) {
       prepared.pace?.started();
       await this.cancelUnstarted(prepared);
