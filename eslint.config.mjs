@@ -12,6 +12,7 @@ export default tseslint.config(
       '.data/**',
       'eslint.config.mjs',
       'jest.config.js',
+      '.dependency-cruiser.cjs',
       // Browser pages bundled by esbuild in a test (plain JS, outside the TypeScript project).
       'test/fixtures/**/*.mjs',
     ],

@@ -10,7 +10,7 @@
 import type { AddressInfo } from 'node:net';
 import fastify from 'fastify';
 import type { FastifyReply } from 'fastify';
-import { SSE_HEADERS } from '../src/runs/sse-writer';
+import { SSE_HEADERS } from '../src/runs/stream/sse-writer';
 import type { EngineAgent } from './engine-bench';
 
 type Chunk = { type: string; payload?: { text?: unknown } };

@@ -1,10 +1,9 @@
 /**
- * Issue 21: does the service's scheduling pay with a realistic model? The scripted model is paced
+ * The service against what a team would otherwise pick, with a realistic model. The scripted model is paced
  * like a remote one (`/bench <n> <first-ms> <gap-ms>`: 200 to 500 ms to the first token, drawn per
  * run, then 20 ms between tokens). N clients (100, then 500) each run one run after another over a
  * warm keep-alive connection for a fixed time (a closed loop: N runs in flight at every moment).
- * Subjects: the service with each scheduling layer on and off, and a plain `@ag-ui/mastra` server
- * (node:http + `MastraAgent` + `EventEncoder`) around the same Mastra agent and model.
+ * Subjects: the service, and a plain `@ag-ui/mastra` server (node:http + `MastraAgent` + `EventEncoder`) around the same Mastra agent and model.
  *
  * Figures: time to first content (the first TEXT_MESSAGE_CONTENT, or TEXT_MESSAGE_CHUNK for the
  * plain server, from the request's write) p50/p99 over every run sent in the window, and throughput:
@@ -21,8 +20,6 @@ import type { RunAgentInput } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import { MastraAgent } from '@ag-ui/mastra';
 import type { Agent } from '@mastra/core/agent';
-import type { AdmissionsFirst } from '../src/database/admissions-first';
-import type { Pace, StartsFirst } from '../src/runs/starts-first';
 import { ratioAtLeast, ratioAtMost } from './ratios';
 import type { RatioRow } from './ratios';
 
@@ -77,29 +74,6 @@ export async function startPlainAgUi(agent: Agent): Promise<{ url: string; close
         server.closeAllConnections();
         server.close(() => resolve());
       }),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The scheduling layers, on and off
-
-export type Layers = { startsFirst: boolean; admissionsFirst: boolean };
-
-/** A run's pace that never waits: the run's model stream gets no paced layer (`crowded()` is false). */
-const UNPACED: Pace = { started: () => undefined, turn: () => undefined, crowded: () => false };
-
-/**
- * Switches the two layers of the live service: off replaces the instance's method with one that
- * never holds anything back (StartsFirst: no run is paced; AdmissionsFirst: nothing waits for
- * claims), on removes the replacement.
- */
-export function layerSwitch(starts: StartsFirst, admissions: AdmissionsFirst): (layers: Layers) => void {
-  const own = (o: object) => o as Record<string, unknown>;
-  return ({ startsFirst, admissionsFirst }) => {
-    if (startsFirst) delete own(starts).begin;
-    else own(starts).begin = () => UNPACED;
-    if (admissionsFirst) delete own(admissions).turn;
-    else own(admissions).turn = () => undefined;
   };
 }
 
@@ -267,7 +241,7 @@ async function window(
 // ---------------------------------------------------------------------------------------------------
 // The measurement
 
-export type RealisticSubject = { name: string; url: string; layers?: Layers };
+export type RealisticSubject = { name: string; url: string };
 export type RealisticFigures = {
   name: string;
   n: number;
@@ -297,19 +271,12 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  */
 export async function benchRealistic(
   subjects: RealisticSubject[],
-  setLayers: (layers: Layers) => void,
   progress: (what: string) => void,
 ): Promise<RealisticFigures[]> {
-  const ALL_ON = { startsFirst: true, admissionsFirst: true };
   const take = async (subject: RealisticSubject, n: number, seed: number) => {
-    setLayers(subject.layers ?? ALL_ON);
     await sleep(500);
     if (globalThis.gc) globalThis.gc();
-    try {
-      return await window(subject.url, n, seed);
-    } finally {
-      setLayers(ALL_ON);
-    }
+    return window(subject.url, n, seed);
   };
   progress(`realistic: warm-up, one window of ${CONCURRENCY[0]} per subject`);
   for (const subject of subjects) await take(subject, CONCURRENCY[0], 0);

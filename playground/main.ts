@@ -13,7 +13,7 @@ import {
   type UiMessage,
 } from '@io-bridge/client';
 import { browserTools, runBrowserTool } from './browser-tools';
-import { credentials, saveCredentials } from './auth';
+import { credentials, finishSignIn, oidcSettings, saveCredentials, startSignIn } from './auth';
 import './styles.css';
 
 /** The page: agents, the owner's threads, a chat that streams, tools, Stop, approvals and rejoin on reload. */
@@ -44,6 +44,7 @@ const el = {
   token: $<HTMLInputElement>('token'),
   owner: $<HTMLInputElement>('owner'),
   signout: $<HTMLButtonElement>('signout'),
+  oidcSignin: $<HTMLButtonElement>('oidc-signin'),
 };
 
 const API = document.querySelector<HTMLMetaElement>('meta[name="io-bridge-api"]')!.content;
@@ -490,6 +491,12 @@ el.signout.addEventListener('click', () => {
   void start();
 });
 
+const oidc = oidcSettings();
+if (oidc) {
+  el.oidcSignin.hidden = false;
+  el.oidcSignin.addEventListener('click', () => void startSignIn(oidc).catch((err) => say(problem(err))));
+}
+
 async function start() {
   client = makeClient();
   const { token, owner } = credentials();
@@ -511,4 +518,7 @@ async function start() {
   await rejoin().catch((err) => say(problem(err)));
 }
 
-void start();
+// Back from the provider's sign-in page: take the token first, then start as that user.
+void (oidc ? finishSignIn(oidc) : Promise.resolve(false))
+  .catch((err) => say(problem(err)))
+  .then(() => start());

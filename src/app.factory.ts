@@ -181,7 +181,10 @@ export async function createApp(
   app.useGlobalFilters(new DomainErrorFilter());
   SwaggerModule.setup('docs', app, () => openApiDocument(app, config), swaggerUiOptions(config));
   serveDocsPage(adapter.getInstance(), config);
-  if (config.playground.enabled) await servePlayground(app, config.prefix);
+  const { mode, oidcIssuer, oidcClientId } = config.auth;
+  const signIn =
+    mode === 'jwt' && oidcIssuer && oidcClientId ? { issuer: oidcIssuer, clientId: oidcClientId } : undefined;
+  if (config.playground.enabled) await servePlayground(app, config.prefix, signIn);
   return app;
 }
 

@@ -65,7 +65,7 @@ describe('start-up errors a person can read', () => {
     ['DEFAULT_AGENT_ID', { DEFAULT_AGENT_ID: 'nobody' }],
     ['CORS_ORIGINS', { CORS_ORIGINS: 'not an origin' }],
     ['OPENAI_API_KEY', { MODEL: 'openai/gpt-4o-mini' }],
-    ['ANTHROPIC_API_KEY', { MODEL: 'anthropic/claude-3-5-haiku-latest' }],
+    ['ANTHROPIC_API_KEY', { MODEL: 'anthropic/claude-haiku-4-5' }],
     ['OPENAI_API_KEY', { AGENT_CALCULATOR_MODEL: 'openai/gpt-4o-mini' }],
   ])('a bad %s stops the service with one line naming it, no stack trace', async (variable, env) => {
     const port = await freePort();

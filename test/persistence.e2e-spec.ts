@@ -1,4 +1,4 @@
-import { ConversationStore } from '../src/runs/conversation.store';
+import { ConversationStore } from '../src/runs/storage/conversation.store';
 import { db, startApp, TestApp } from './support/app';
 import { memoryOf, openRun, runInput, runToFrames, shownText, types, uid } from './support/sse';
 

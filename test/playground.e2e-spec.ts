@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-c
 import { IoBridgeClient } from '@io-bridge/client';
 import { startBuiltService, type BuiltService } from './support/built-service';
 import { launchChromium } from './support/chromium';
-import { TestIdp } from './support/oidc';
+import { SIGNED_IN_USER, TestIdp } from './support/oidc';
 
 /**
  * The playground (CONTRACT section 12) in headless Chromium against the built service: chat with
@@ -216,6 +216,7 @@ describe('the playground with AUTH_MODE=jwt', () => {
       AUTH_MODE: 'jwt',
       OIDC_ISSUER: idp.issuer,
       OIDC_AUDIENCE: idp.audience,
+      OIDC_CLIENT_ID: 'playground',
     });
     browser = await launchChromium();
   }, 120_000);
@@ -246,5 +247,37 @@ describe('the playground with AUTH_MODE=jwt', () => {
     expect((await alice.threads.list()).threads.map((t) => t.title)).toEqual(['signed in']);
     await expect(page.evaluate(() => JSON.stringify(localStorage))).resolves.not.toContain(token);
     await page.screenshot({ path: join(SHOTS, 'signed-in.png') });
+  });
+
+  it('signs in through the provider (authorization code with PKCE), then works as that user', async () => {
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    await page.goto(`${service.origin}/playground`, { waitUntil: 'load' });
+    await page.getByRole('status').getByText('UNAUTHENTICATED').waitFor();
+    await page.getByRole('button', { name: 'Sign in with your provider' }).click();
+    // To the provider and back; the page trades the code for a token, then loads as that user.
+    await page
+      .getByRole('combobox', { name: 'Agent' })
+      .locator('option', { hasText: 'Assistant' })
+      .waitFor({ state: 'attached', timeout: 15_000 });
+    expect(page.url()).toBe(`${service.origin}/playground/`);
+    expect(idp.signIns.at(-1)).toEqual({
+      clientId: 'playground',
+      redirectUri: `${service.origin}/playground/`,
+      method: 'S256',
+      pkceProved: true,
+    });
+    const title = `signed in with the provider ${randomUUID()}`;
+    await page.getByRole('textbox', { name: 'Message' }).fill(title);
+    await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+    await page.getByRole('status').getByText('Done.').waitFor();
+    const user = new IoBridgeClient({
+      baseUrl: service.base,
+      token: await idp.sign({ sub: SIGNED_IN_USER }),
+    });
+    expect((await user.threads.list()).threads.map((t) => t.title)).toContain(title);
+    await page.screenshot({ path: join(SHOTS, 'signed-in-oidc.png') });
+    expect(problems).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { ANY_OWNER } from '../src/auth/principal';
-import { ACTIVE_STATUSES } from '../src/runs/run.entity';
-import { RunsRepository } from '../src/runs/runs.repository';
-import { ToolCallsRepository } from '../src/runs/tool-calls.repository';
+import { ACTIVE_STATUSES } from '../src/runs/storage/run.entity';
+import { RunsRepository } from '../src/runs/storage/runs.repository';
+import { ToolCallsRepository } from '../src/runs/storage/tool-calls.repository';
 import { MessagesRepository } from '../src/threads/messages.repository';
 import { ThreadsRepository } from '../src/threads/threads.repository';
 import { db, startApp, TestApp } from './support/app';
@@ -138,7 +138,7 @@ describe('repositories: owner scoping', () => {
   });
 
   describe('RunsRepository', () => {
-    it("findOne and activeRunOfThread: another owner's run reads as missing", async () => {
+    it("findOne: another owner's run reads as missing", async () => {
       const threadId = uid('thread');
       await db((c) => c.query(`INSERT INTO threads (id, resource_id) VALUES ($1, $2)`, [threadId, owner]));
       const runId = await liveRun('waiting_for_tool', threadId);
@@ -146,8 +146,6 @@ describe('repositories: owner scoping', () => {
       expect(await runs.findOne(runId, other)).toBeNull();
       expect(await runs.findOne(runId, owner)).toMatchObject({ id: runId, resourceId: owner });
       expect(await runs.findOne(runId, ANY_OWNER)).toMatchObject({ id: runId });
-      expect(await runs.activeRunOfThread(threadId, other)).toBeUndefined();
-      expect(await runs.activeRunOfThread(threadId, owner)).toBe(runId);
     });
 
     it('renewLeases and saveCheckpoints: a held run named with another owner is neither renewed nor checkpointed', async () => {

@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { RunEventsRepository } from '../src/runs/run-events.repository';
+import { RunEventsRepository } from '../src/runs/storage/run-events.repository';
 import { db, endedRunRow, eventually, runRow, startApp, TestApp } from './support/app';
 import { launchChromium } from './support/chromium';
 import {

@@ -1,7 +1,6 @@
-import { StartsFirst } from '../src/runs/starts-first';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Client } from 'pg';
-import { ConversationStore } from '../src/runs/conversation.store';
+import { ConversationStore } from '../src/runs/storage/conversation.store';
 import { db, endedRunRow, eventually, runRow, startApp, TestApp } from './support/app';
 import { openRun, postRun, runInput, runToFrames, types, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
@@ -86,7 +85,6 @@ describe('a client that disconnects while its run is being claimed', () => {
     );
     expect(produced.rowCount).toBe(0);
     await expectThreadFree(t, input.threadId);
-    expect(t.app.get(StartsFirst).startingNow).toBe(0);
   });
 });
 

@@ -1,5 +1,4 @@
 import { HttpAgent } from '@ag-ui/client';
-import { StartsFirst } from '../src/runs/starts-first';
 import { assertStreamRules } from './support/stream-rules';
 import { endedRunRow, runRow, startApp, TestApp } from './support/app';
 import {
@@ -290,11 +289,6 @@ describe('POST /io-bridge/run', () => {
       expect(res.status).toBe(404);
       expect(await res.json()).toMatchObject({ statusCode: 404, code: 'NOT_FOUND' });
     });
-  });
-
-  it('leaves no run counted as starting once its runs ended, refused ones (409) and failed ones included', () => {
-    // A start left counted would pace every later run's stream for good.
-    expect(t.app.get(StartsFirst).startingNow).toBe(0);
   });
 });
 

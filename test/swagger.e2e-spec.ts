@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Ajv from 'ajv';
 import type { Browser, ConsoleMessage } from 'playwright-core';
 import { ERROR_CODES, ERROR_STATUS } from '../src/common/errors';
-import { RUN_ERROR_CODES } from '../src/runs/agui-events';
+import { RUN_ERROR_CODES } from '../src/protocol/agui-events';
 import { startApp, TestApp } from './support/app';
 import { openRun, runToFrames } from './support/sse';
 import { TestIdp } from './support/oidc';

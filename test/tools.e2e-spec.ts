@@ -1,6 +1,6 @@
 import { HttpAgent } from '@ag-ui/client';
 import { Client } from 'pg';
-import { EARLY_RESULTS_PER_RUN, ToolCallsRepository } from '../src/runs/tool-calls.repository';
+import { EARLY_RESULTS_PER_RUN, ToolCallsRepository } from '../src/runs/storage/tool-calls.repository';
 import { db, eventually, startApp, TestApp } from './support/app';
 import { LiveRun, openRun, runInput, runToFrames, shownText, types, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';

@@ -2,14 +2,12 @@ import type { MastraModelConfig } from '@mastra/core/llm';
 import { resolveModelConfig } from '@mastra/core/llm';
 import type { RequestContext } from '@mastra/core/request-context';
 import { tracingOn } from '../ops/tracing';
-import type { Pace } from '../runs/starts-first';
 import {
   CallableModel,
   ModelCall,
   ModelCallObserver,
   ModelCallSettings,
   ProviderCall,
-  StreamPart,
   StreamResult,
 } from './model-calls';
 import { RUN_CONTEXT_KEY, RunToolContext } from './tools/run-tools';
@@ -25,89 +23,22 @@ const DIRECT: Omit<ModelCallSettings, 'modelId' | 'agentId'> = {
 /** What a model bound to a run makes of each provider call (model-calls.ts). */
 export type BoundCalls = { settings: ModelCallSettings; observer?: ModelCallObserver };
 
-/** The parts that are the run's first content: from the first of them on, its parts are paced. */
-const CONTENT_PARTS = new Set([
-  'text-delta',
-  'reasoning-delta',
-  'tool-input-start',
-  'tool-call',
-  'finish',
-  'error',
-]);
-
 /**
- * The source of a paced stream: the call's stream, its parts after the run's first content each
- * taken in the run's turn (StartsFirst). A class, not closures: one is held per open run.
+ * The model with `signal` added to the abort signal of every call it is given, and its streaming
+ * calls made as `bound` says (retries, timeouts, usage: ProviderCall).
  */
-class PacedSource implements UnderlyingDefaultSource<StreamPart> {
-  private shown = false;
-
-  constructor(
-    private readonly reader: ReadableStreamDefaultReader<StreamPart>,
-    private readonly pace: Pace,
-  ) {}
-
-  pull(controller: ReadableStreamDefaultController<StreamPart>): Promise<void> | void {
-    const turn = this.shown ? this.pace.turn() : undefined;
-    if (turn) return turn.then(() => this.take(controller));
-    return this.take(controller);
-  }
-
-  cancel(reason: unknown): Promise<void> {
-    this.pace.started();
-    return this.reader.cancel(reason);
-  }
-
-  private take(controller: ReadableStreamDefaultController<StreamPart>): Promise<void> {
-    return this.reader.read().then(
-      ({ done, value }) => {
-        if (done) {
-          this.pace.started();
-          return controller.close();
-        }
-        if (!this.shown && CONTENT_PARTS.has(value.type)) {
-          this.shown = true;
-          this.pace.started();
-        }
-        controller.enqueue(value);
-      },
-      (err: unknown) => {
-        this.pace.started();
-        throw err;
-      },
-    );
-  }
-}
-
-function paced(result: StreamResult, pace: Pace): StreamResult {
-  // Read only when Mastra reads: a part read ahead would not wait for its turn.
-  result.stream = new ReadableStream(new PacedSource(result.stream.getReader(), pace), { highWaterMark: 0 });
-  return result;
-}
-
-/**
- * The model with `signal` added to the abort signal of every call it is given, its streaming calls
- * made as `bound` says (retries, timeouts, usage: ProviderCall), and its streams paced by `pace` when given.
- */
-export function withAbortSignal<M extends object>(
-  model: M,
-  signal: AbortSignal,
-  pace?: Pace,
-  bound?: BoundCalls,
-): M {
+export function withAbortSignal<M extends object>(model: M, signal: AbortSignal, bound?: BoundCalls): M {
   const calls = model as unknown as CallableModel;
   const signalOf = (options: ModelCall) =>
     options.abortSignal ? AbortSignal.any([options.abortSignal, signal]) : signal;
-  const stream = async (o: ModelCall): Promise<StreamResult> => {
+  const stream = (o: ModelCall): PromiseLike<StreamResult> => {
     const options = { ...o, abortSignal: signalOf(o) };
     const settings =
       bound?.settings ??
       (tracingOn() ? { ...DIRECT, agentId: '', modelId: calls.modelId ?? 'unknown' } : undefined);
-    const result = await (settings
+    return settings
       ? new ProviderCall(calls, settings, bound?.observer, options).stream()
-      : calls.doStream(options));
-    // A run that starts alone is not paced (no stream layer on its every part): under a burst, runs start together.
-    return pace?.crowded() ? paced(result, pace) : result;
+      : calls.doStream(options);
   };
   return new Proxy(model, {
     get(target, property) {
@@ -125,9 +56,6 @@ export function withAbortSignal<M extends object>(
 /** The request-context key of the signal that aborts a call's provider requests (set by MastraRunner). */
 export const MODEL_SIGNAL_KEY = 'io-bridge.model-signal';
 
-/** The request-context key of the run's pace (StartsFirst), set by MastraRunner when the run has one. */
-export const MODEL_PACE_KEY = 'io-bridge.model-pace';
-
 /**
  * The agent's model, bound per call to the run it serves: the call's abort signal (or else the run's)
  * reaches the provider call itself (its HTTP request, the scripted model's timers). A run does not hand that
@@ -141,7 +69,6 @@ export function abortableModel(config: MastraModelConfig, settings?: ModelCallSe
     const model = await (resolved ??= resolveModelConfig(config));
     const run = requestContext.get<string, (RunToolContext & ModelCallObserver) | undefined>(RUN_CONTEXT_KEY);
     const signal = requestContext.get<string, AbortSignal | undefined>(MODEL_SIGNAL_KEY) ?? run?.signal;
-    const pace = requestContext.get<string, Pace | undefined>(MODEL_PACE_KEY);
-    return signal ? withAbortSignal(model, signal, pace, settings && { settings, observer: run }) : model;
+    return signal ? withAbortSignal(model, signal, settings && { settings, observer: run }) : model;
   };
 }

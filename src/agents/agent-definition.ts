@@ -1,5 +1,13 @@
 import { Tool } from '@mastra/core/tools';
-import type { ModelSettings } from '../runs/forwarded-props';
+
+/** Settings a client may pass for the model; clamped to the configured ceilings, never trusted as they are. */
+export type ModelSettings = {
+  maxOutputTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  maxRetries?: number;
+};
 
 /** What it takes to add an agent: one file exporting one of these, listed in `agents/index.ts`. */
 export type AgentDefinition = {

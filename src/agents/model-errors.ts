@@ -1,12 +1,7 @@
-/** The codes of a model call's failure (CONTRACT section 10). */
-export const MODEL_FAILURE_CODES = [
-  'MODEL_ERROR',
-  'MODEL_RATE_LIMITED',
-  'MODEL_UNAVAILABLE',
-  'MODEL_TIMEOUT',
-  'MODEL_CONTEXT_TOO_LONG',
-] as const;
-export type ModelFailureCode = (typeof MODEL_FAILURE_CODES)[number];
+import { MODEL_FAILURE_CODES, ModelFailureCode } from '../protocol/model-failure-codes';
+
+export { MODEL_FAILURE_CODES };
+export type { ModelFailureCode };
 
 /** What a user is told: nothing of the provider's own text (host names, keys, quotas of others). */
 const SAFE_MESSAGES: Record<ModelFailureCode, string> = {

@@ -390,7 +390,7 @@ export const VARIABLES = {
   OIDC_CLIENT_ID: {
     schema: z.string().min(1).optional(),
     at: 'auth.oidcClientId',
-    doc: 'the public client Swagger UI signs in with (authorization code with PKCE; its redirect URIs include `<service URL>/docs/oauth2-redirect.html`); unset, the sign-in dialog asks for it',
+    doc: 'the public client Swagger UI and the playground sign in with (authorization code with PKCE; its redirect URIs include `<service URL>/docs/oauth2-redirect.html` and `<service URL>/playground/`); unset, the playground offers no sign-in and Swagger UI asks for a client id',
     table: 'jwt',
   },
   RESOURCE_ID_CLAIM: {

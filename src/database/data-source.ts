@@ -4,10 +4,7 @@ import { AfterQueryEvent, DataSource, DataSourceOptions, EntitySubscriberInterfa
 import type { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
 import { migrations } from '../../migrations';
 import type { DatabaseTimeouts } from '../config/config';
-import { Run } from '../runs/run.entity';
 import { isQueryTimeout } from './database-errors';
-
-export const entities = [Run];
 
 /**
  * A connection whose query got no answer in time still has that query in flight: ended here, so
@@ -36,7 +33,8 @@ export function dataSourceOptions(
   return {
     type: 'postgres',
     url,
-    entities,
+    // Entities come from the features' TypeOrmModule.forFeature (autoLoadEntities); migrations are plain SQL.
+    entities: [],
     migrations,
     migrationsTableName: 'migrations',
     synchronize: false,

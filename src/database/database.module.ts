@@ -4,17 +4,13 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { dataSourceOptions } from './data-source';
 import { runMigrations } from './migrate';
-import { AdmissionsFirst } from './admissions-first';
 import { PgNotifications } from './pg-notifications.service';
 
-/**
- * TypeORM on the database the bootstrap resolved (`DATABASE_URL` or the embedded one), LISTEN/NOTIFY,
- * and the order of statements on its pool (claims first).
- */
+/** TypeORM on the database the bootstrap resolved (`DATABASE_URL` or the embedded one), and LISTEN/NOTIFY. */
 @Global()
 @Module({
-  providers: [PgNotifications, AdmissionsFirst],
-  exports: [PgNotifications, AdmissionsFirst],
+  providers: [PgNotifications],
+  exports: [PgNotifications],
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
@@ -24,6 +20,7 @@ import { PgNotifications } from './pg-notifications.service';
         if (config.database.migrationsRun) await runMigrations(config.database.url);
         return {
           ...dataSourceOptions(config.database.url, config.database.poolSize, config.database.timeouts),
+          autoLoadEntities: true,
           retryAttempts: 2,
         };
       },

@@ -9,6 +9,7 @@ import { pgTimeouts } from './data-source';
 export const CHANNELS = [
   'io_bridge_tool_result',
   'io_bridge_run_cancel',
+  'io_bridge_thread_cancel',
   'io_bridge_run_events',
   'io_bridge_run_watch',
 ] as const;

@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DrainState } from '../ops/drain.service';
-import { LiveRuns } from './live-runs';
-import { RunStreams } from './run-streams.service';
+import { LiveRuns } from './engine/live-runs';
+import { RunStreams } from './stream/run-streams.service';
 
 /**
  * SIGTERM: readiness goes red and new runs are refused; active runs get `SHUTDOWN_GRACE_MS` to

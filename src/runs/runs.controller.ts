@@ -31,17 +31,17 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
 import { ApiErrors } from '../common/api-errors.decorator';
-import { RunAgentInputDto, runExample } from './dto/run-agent-input.dto';
+import { RunAgentInputDto, runExample } from '../protocol/run-agent-input.dto';
 import { AcceptedView, RunView } from './dto/run-view.dto';
-import { AgUiEventFrame, RUN_STREAM_CONTENT, RUN_STREAM_DESCRIPTION } from './dto/run-events.dto';
+import { AgUiEventFrame, RUN_STREAM_CONTENT, RUN_STREAM_DESCRIPTION } from '../protocol/run-events.dto';
 import { ToolResultDto } from './dto/tool-result.dto';
 import { RunsService } from './runs.service';
-import { EARLY_RESULTS_PER_RUN } from './tool-calls.repository';
+import { EARLY_RESULTS_PER_RUN } from './storage/tool-calls.repository';
 import { PinoLogger } from 'nestjs-pino';
 import { Metrics } from '../ops/metrics.service';
 import { RunRateLimitGuard } from './run-rate-limit.guard';
-import { SseWriter } from './sse-writer';
-import { RunStreams } from './run-streams.service';
+import { SseWriter, SseWriterOptions } from './stream/sse-writer';
+import { RunStreams } from './stream/run-streams.service';
 
 @ApiTags('runs')
 @ApiHeader({
@@ -209,8 +209,13 @@ export class RunsController {
     }
   }
 
-  private writerOptions() {
-    return { heartbeatMs: this.config.heartbeatMs, maxQueuedBytes: this.config.runEvents.maxQueuedBytes };
+  private writerOptions(): SseWriterOptions {
+    return {
+      heartbeatMs: this.config.heartbeatMs,
+      maxQueuedBytes: this.config.runEvents.maxQueuedBytes,
+      writeTimeoutMs: this.config.runEvents.writeTimeoutMs,
+      onWriteTimeout: () => this.metrics.streamsClosed.inc({ reason: 'write_timeout' }),
+    };
   }
 
   /** A frontend tool's result, delivered to the waiting run on whichever instance holds it. */

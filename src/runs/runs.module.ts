@@ -1,21 +1,26 @@
 import { FairShares } from '../common/fair-shares';
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { AgentsModule } from '../agents/agents.module';
-import { RepositoriesModule } from '../database/repositories.module';
+import { ThreadsModule } from '../threads/threads.module';
 import { GracefulShutdown } from './graceful-shutdown';
-import { LiveRuns } from './live-runs';
-import { MastraRunner } from './mastra-runner';
-import { RunLeases } from './run-leases';
-import { RunPreparer } from './run-preparer';
+import { LiveRuns } from './engine/live-runs';
+import { MastraRunner } from './engine/mastra-runner';
+import { RunLeases } from './engine/run-leases';
+import { RunPreparer } from './engine/run-preparer';
 import { RunsController } from './runs.controller';
 import { RunsService } from './runs.service';
-import { FrontendToolBroker } from './frontend-tools.broker';
-import { RunStreams } from './run-streams.service';
-import { StartsFirst } from './starts-first';
-import { InterruptsRepository } from './interrupts.repository';
+import { FrontendToolBroker } from './tools/frontend-tools.broker';
+import { RunStreams } from './stream/run-streams.service';
+import { ConversationStore } from './storage/conversation.store';
+import { InterruptsRepository } from './storage/interrupts.repository';
+import { RunEventsRepository } from './storage/run-events.repository';
+import { Run } from './storage/run.entity';
+import { RunsRepository } from './storage/runs.repository';
+import { ToolCallsRepository } from './storage/tool-calls.repository';
 
 @Module({
-  imports: [AgentsModule, RepositoriesModule],
+  imports: [AgentsModule, ThreadsModule, TypeOrmModule.forFeature([Run])],
   controllers: [RunsController],
   exports: [GracefulShutdown],
   providers: [
@@ -27,7 +32,10 @@ import { InterruptsRepository } from './interrupts.repository';
     FrontendToolBroker,
     RunLeases,
     RunStreams,
-    StartsFirst,
+    RunsRepository,
+    ConversationStore,
+    RunEventsRepository,
+    ToolCallsRepository,
     InterruptsRepository,
     FairShares,
   ],

@@ -8,23 +8,23 @@ import { APP_CONFIG } from '../config/config.module';
 import { DrainState } from '../ops/drain.service';
 import { Metrics } from '../ops/metrics.service';
 import { StoredMessage, titleFrom } from '../threads/message-format';
-import { AguiEvent } from './agui-events';
-import { RunAgentInputDto } from './dto/run-agent-input.dto';
+import { AguiEvent } from '../protocol/agui-events';
+import { RunAgentInputDto } from '../protocol/run-agent-input.dto';
 import { RunView } from './dto/run-view.dto';
-import { isActiveStatus } from './run.entity';
-import { FrontendToolBroker } from './frontend-tools.broker';
-import { LiveRuns } from './live-runs';
-import { MastraRunner } from './mastra-runner';
-import { translate } from './mastra-to-agui';
-import { RunDeps, RunExecution } from './run-execution';
-import { guardLifecycle } from './run-lifecycle';
-import { PreparedRun, RunPreparer } from './run-preparer';
-import { Claimed, ClaimRun, ConversationStore } from './conversation.store';
-import { RunLeases } from './run-leases';
-import { RunsRepository } from './runs.repository';
-import { ToolCallsRepository } from './tool-calls.repository';
-import { StartsFirst } from './starts-first';
-import { AnsweredInterrupt, InterruptsRepository } from './interrupts.repository';
+import { isActiveStatus } from './storage/run.entity';
+import { FrontendToolBroker } from './tools/frontend-tools.broker';
+import { LiveRuns } from './engine/live-runs';
+import { MastraRunner } from './engine/mastra-runner';
+import { translate } from './engine/mastra-to-agui';
+import { RunDeps, RunExecution } from './engine/run-execution';
+import { ownToolCalls } from './tools/own-tool-calls';
+import { guardLifecycle } from './engine/lifecycle-guard';
+import { PreparedRun, RunPreparer } from './engine/run-preparer';
+import { Claimed, ClaimRun, ConversationStore } from './storage/conversation.store';
+import { RunLeases } from './engine/run-leases';
+import { RunsRepository } from './storage/runs.repository';
+import { ToolCallsRepository } from './storage/tool-calls.repository';
+import { AnsweredInterrupt, InterruptsRepository } from './storage/interrupts.repository';
 
 /**
  * How long a claim of a busy thread waits for the run held here to end: a client that stopped a run
@@ -67,7 +67,6 @@ export class RunsService {
     private readonly leases: RunLeases,
     private readonly drain: DrainState,
     private readonly metrics: Metrics,
-    private readonly startsFirst: StartsFirst,
     private readonly shares: FairShares,
     private readonly interrupts: InterruptsRepository,
   ) {
@@ -106,8 +105,6 @@ export class RunsService {
       : [];
     // Held until the run's end is recorded, whether a reader is there or not (a grace or a tool wait).
     const share = this.shares.takeRun(principal.resourceId, address);
-    // Starting from here until its first content: runs past theirs yield to it (StartsFirst).
-    const pace = (prepared.pace = this.startsFirst.begin());
     try {
       const started = await this.claimAndStart(
         input,
@@ -122,7 +119,6 @@ export class RunsService {
       return started;
     } catch (err) {
       share();
-      pace.started();
       throw err;
     }
   }
@@ -152,7 +148,6 @@ export class RunsService {
     prepared.stateless = claimed.stateless;
     prepared.budget = claimed.budget;
     if (clientGone?.aborted) {
-      prepared.pace?.started();
       await this.cancelUnstarted(prepared);
       return undefined;
     }
@@ -202,8 +197,7 @@ export class RunsService {
 
   /**
    * One run's events: RUN_STARTED on subscription (the guard's), its chunks translated and guarded,
-   * then the terminal event once the end is recorded. The engine starts right behind RUN_STARTED,
-   * never held back for other requests' admissions: under a burst its first content comes sooner.
+   * then the terminal event once the end is recorded. The engine starts right behind RUN_STARTED.
    */
   private events(run: RunExecution): Observable<AguiEvent> {
     const { threadId, runId } = run.prepared;
@@ -216,7 +210,7 @@ export class RunsService {
       ? concat(from(run.resumedResults()).pipe(mergeMap((chunks) => from(chunks))), defer(engine))
       : engine();
     return run.inSpan(source).pipe(
-      run.ownToolCalls(),
+      ownToolCalls(run.tools),
       translate(),
       guardLifecycle({
         threadId,

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
-import { MessageDto } from '../runs/dto/run-agent-input.dto';
+import { MessageDto } from '../protocol/run-agent-input.dto';
 import { aguiToModelMessages, contextToModelMessages } from './agui-to-model';
 import { StoredMessage } from './message-format';
 

@@ -1,4 +1,4 @@
-import { AguiEvent } from '../runs/agui-events';
+import { AguiEvent } from '../protocol/agui-events';
 import { MessageCollector } from './message-collector';
 
 type Without<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

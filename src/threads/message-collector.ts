@@ -1,4 +1,4 @@
-import { AguiEvent } from '../runs/agui-events';
+import { AguiEvent } from '../protocol/agui-events';
 import { AguiToolCall, StoredMessage } from './message-format';
 
 /**

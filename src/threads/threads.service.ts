@@ -13,7 +13,6 @@ import {
   ThreadView,
   UpdateThreadDto,
 } from './dto/thread.dto';
-import { RunsRepository } from '../runs/runs.repository';
 import { toUiMessages } from './message-format';
 import { MessagesRepository } from './messages.repository';
 import { ThreadRow, ThreadsRepository } from './threads.repository';
@@ -53,7 +52,6 @@ export class ThreadsService {
   constructor(
     private readonly threads: ThreadsRepository,
     private readonly threadMessages: MessagesRepository,
-    private readonly runs: RunsRepository,
     private readonly agents: AgentsService,
     private readonly notifications: PgNotifications,
   ) {}
@@ -106,8 +104,8 @@ export class ThreadsService {
   /** Deletes the thread and its messages, after asking its active run (on any instance) to stop. */
   async delete(id: string, principal: Principal): Promise<void> {
     const { resourceId } = await this.scoped(id, principal, 'write');
-    const runId = await this.runs.activeRunOfThread(id, resourceId);
-    if (runId) await this.notifications.notify('io_bridge_run_cancel', runId);
+    // Every instance stops the thread's run it holds, if any: the runs feature listens (threads/ knows no runs/).
+    await this.notifications.notify('io_bridge_thread_cancel', JSON.stringify({ threadId: id, resourceId }));
     if (!(await this.threads.delete(id, resourceId))) throw notFound(id);
   }
 

@@ -46,12 +46,24 @@ const ANY_CLIENT = {
   versions:
     'what AG-UI 1.0 added (RUN_FINISHED.outcome with pendingToolCallIds, the cancelled and interrupt outcomes, usage) goes only to a request that declares RunAgentInput.protocolVersion 1.x; a request that declares none gets the pre-1.0 shapes',
   loop: "forwardedProps.clientProtocol 'ag-ui': when a step has emitted its frontend tool calls the run ends RUN_FINISHED {outcome: {type:'success', pendingToolCallIds}} (1.x; before 1.0 a plain RUN_FINISHED); the next run carrying role:'tool' messages answering them (the whole history, or only the new message on a stored thread) goes on, each message stored once",
+  usage:
+    'RUN_FINISHED and RUN_ERROR carry usage: TokenUsage[] (AG-UI 1.0 accounting) when the model reported any, to a request that declares 1.x; the run record (GET /runs/:runId, usage) keeps the same for every request',
   approvals:
     "a tool with requiresApproval does not run when the model calls it: the run ends RUN_FINISHED {outcome: {type:'interrupt', interrupts: [{id, reason:'tool_approval', toolCallId, message}]}} (before 1.0 a plain RUN_FINISHED, the interrupt on GET /runs/:runId); a later run whose resume answers it goes on (approved: the tool's TOOL_CALL_RESULT; declined: the model is told), recorded in Run.approvals; an unknown interrupt is a 404, an answered one 409 INTERRUPT_ALREADY_RESOLVED, before any stream",
 };
 
 const declares1x = (input: Record<string, unknown>) =>
   typeof input.protocolVersion === 'string' && /^1(\.\d+)*$/.test(input.protocolVersion.trim());
+
+/** A list of objects as JSON with each object's keys in order: equal lists give equal text. */
+const canonical = (list: unknown) =>
+  JSON.stringify(
+    Array.isArray(list)
+      ? list.map((item) =>
+          item && typeof item === 'object' ? Object.fromEntries(Object.entries(item).sort()) : item,
+        )
+      : list,
+  );
 
 const agentProps = (ctx: CheckContext) => (ctx.options.agentId ? { agentId: ctx.options.agentId } : {});
 
@@ -268,6 +280,29 @@ const LEVEL_1: Check[] = [
       const past = await rejoin(ctx, stream.input.runId, String(stream.frames.length));
       must(past.res.status === 204, `after the last id: ${past.res.status} ${brief(past.raw())}`);
       return `${all.frames.length} events replayed; ${after.frames.length} after id 2; 204 after id ${stream.frames.length}`;
+    },
+  },
+  {
+    id: 'X1.usage',
+    level: 1,
+    title:
+      "a 1.x run whose model reported tokens carries the run record's usage on RUN_FINISHED; one whose model reported none carries none",
+    source: { kind: 'io-bridge', clause: ANY_CLIENT.usage },
+    run: async (ctx) => {
+      const stream = await ctx.client.run(body(ctx, ctx.options.prompts.text, { protocolVersion: '1.0' }));
+      accepted(stream);
+      finished(stream);
+      const end = stream.events.at(-1)!;
+      const read = await ctx.client.json(`/runs/${encodeURIComponent(stream.input.runId)}`);
+      must(read.status === 200, `GET /runs/:runId answered ${read.status} ${brief(read.body)}`);
+      const recorded: unknown[] = read.body?.usage ?? [];
+      must(
+        canonical(end.usage ?? []) === canonical(recorded),
+        `RUN_FINISHED usage ${brief(end.usage ?? 'none')}, where the run record has ${brief(recorded)}`,
+      );
+      return recorded.length
+        ? `RUN_FINISHED and the run record: ${brief(recorded, 200)}`
+        : 'the model reported no tokens: no usage on RUN_FINISHED or the run record';
     },
   },
   {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { BaseEvent, EventType } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import { BuiltService, startBuiltService } from '../support/built-service';
+import { OpenAiServer, startOpenAiServer } from '../support/openai-server';
 import { ALL_CHECKS } from './checks';
 import { ConformanceReport, failedChecks, formatReport, runConformance } from './kit';
 
@@ -60,10 +61,13 @@ async function plainAgUiServer(
 }
 
 /**
- * A proxy to `target` (a route prefix) that passes everything through but drops `outcome` from each
- * RUN_FINISHED of a POST /run stream.
+ * A proxy to `target` (a route prefix) that passes everything through but rewrites each event of a
+ * POST /run stream with `rewrite`.
  */
-async function outcomeStrippingProxy(target: string): Promise<{ base: string; close: () => Promise<void> }> {
+async function rewritingProxy(
+  target: string,
+  rewrite: (event: Record<string, unknown>) => void,
+): Promise<{ base: string; close: () => Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -100,7 +104,7 @@ async function outcomeStrippingProxy(target: string): Promise<{ base: string; cl
               continue;
             }
             const event = JSON.parse(line.slice(6)) as Record<string, unknown>;
-            if (event.type === 'RUN_FINISHED') delete event.outcome;
+            rewrite(event);
             res.write(`data: ${JSON.stringify(event)}\n`);
           }
         }
@@ -300,7 +304,9 @@ describe('the conformance kit', () => {
     it('fails the stock-client loop and the interrupt checks, and no other, when RUN_FINISHED loses its outcome', async () => {
       // io-bridge behind a proxy that drops RUN_FINISHED.outcome: a 1.x client learns of neither its pending
       // frontend calls nor the approval it must give.
-      const proxy = await outcomeStrippingProxy(service!.base);
+      const proxy = await rewritingProxy(service!.base, (event) => {
+        if (event.type === 'RUN_FINISHED') delete event.outcome;
+      });
       try {
         const report = await runConformance({ base: proxy.base }, { levels: [2], profile: 'io-bridge' });
         keep('io-bridge-without-outcome', report);
@@ -326,6 +332,61 @@ describe('the conformance kit', () => {
           .filter((c) => !c.extension)
           .map((c) => c.id),
       ).toEqual(checksOf(reports.protocol!).map((c) => c.id));
+    });
+  });
+
+  describe('against io-bridge on a model that reports tokens (an OpenAI-compatible server)', () => {
+    let model: OpenAiServer | undefined;
+    let service: BuiltService | undefined;
+    beforeAll(async () => {
+      model = await startOpenAiServer(() => ({
+        text: ['Hello', ' from a model'],
+        usage: { prompt: 17, completion: 5, cached: 3, reasoning: 2 },
+      }));
+      service = await startBuiltService({
+        DATABASE_URL: process.env.E2E_DATABASE_URL!,
+        MODEL: 'openai/gpt-test',
+        OPENAI_BASE_URL: model.url,
+        OPENAI_API_KEY: 'test-key',
+      });
+    }, 120_000);
+    afterAll(async () => {
+      await service?.stop();
+      await model?.close();
+    });
+    const USAGE_CHECKS = ['L1.answer-text', 'L1.usage-accounting', 'X1.versioned-fields', 'X1.usage'];
+    const usageChecks = ALL_CHECKS.filter((c) => USAGE_CHECKS.includes(c.id));
+
+    it('judges the usage the model reported, and passes', async () => {
+      const report = await runConformance(
+        { base: service!.base },
+        { levels: [1], profile: 'io-bridge' },
+        usageChecks,
+      );
+      keep('io-bridge-usage', report);
+      expect(explained(report, failedChecks(report))).toEqual(explained(report, []));
+      expect(
+        checksOf(report)
+          .map((c) => c.id)
+          .sort(),
+      ).toEqual([...USAGE_CHECKS].sort());
+      expect(checksOf(report).find((c) => c.id === 'X1.usage')!.seen).toMatch(/"inputTokens":17/);
+    });
+
+    it('fails X1.usage, and no other, when RUN_FINISHED loses its usage', async () => {
+      const proxy = await rewritingProxy(service!.base, (event) => {
+        if (event.type === 'RUN_FINISHED') delete event.usage;
+      });
+      try {
+        const report = await runConformance(
+          { base: proxy.base },
+          { levels: [1], profile: 'io-bridge' },
+          usageChecks,
+        );
+        expect(explained(report, failedChecks(report))).toEqual(explained(report, ['X1.usage']));
+      } finally {
+        await proxy.close();
+      }
     });
   });
 
@@ -361,6 +422,7 @@ describe('the conformance kit', () => {
         'X1.stream-headers',
         'X1.event-ids',
         'X1.rejoin',
+        'X1.usage',
         'X1.run-record',
         'X1.bad-body',
         'X1.run-exists',
@@ -372,7 +434,7 @@ describe('the conformance kit', () => {
       const text = formatReport(report);
       for (const id of missing) expect(text).toMatch(new RegExp(`FAIL ${id.replace('.', '\\.')} `));
       expect(report.summary).toMatch(
-        /^FAIL .*Level 1 pass; protocol 18\/18 checks pass; io-bridge extensions 5\/12/,
+        /^FAIL .*Level 1 pass; protocol 18\/18 checks pass; io-bridge extensions 5\/13/,
       );
     });
   });

@@ -14,6 +14,8 @@ export type SignOptions = {
 };
 
 const ISSUER_PATH = '/realms/test';
+/** Who signs in through `/authorize`: the `sub` of the tokens the code flow hands out. */
+export const SIGNED_IN_USER = 'signed-in-user';
 
 type Key = { kid: string; alg: string; privateKey: CryptoKey; publicKey: CryptoKey; jwk: JWK };
 
@@ -100,7 +102,7 @@ export class TestIdp {
       res.end(JSON.stringify({ error: 'invalid_grant' }));
       return;
     }
-    const token = await this.sign({ sub: 'swagger-user' });
+    const token = await this.sign({ sub: SIGNED_IN_USER });
     res.end(JSON.stringify({ access_token: token, token_type: 'Bearer', expires_in: 300 }));
   }
 

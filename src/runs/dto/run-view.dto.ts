@@ -1,4 +1,4 @@
-import { RUN_STATUSES, type RunStatus } from '../run.entity';
+import { RUN_STATUSES, type RunStatus } from '../storage/run.entity';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 export class RunErrorView {

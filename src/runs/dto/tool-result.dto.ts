@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
-import { ANY_JSON_VALUE } from './run-agent-input.dto';
+import { ANY_JSON_VALUE } from '../../protocol/run-agent-input.dto';
 
 /** A frontend tool's result: `content` (or `result`, any JSON value) or `error` (a failure the model sees). */
 export class ToolResultDto {

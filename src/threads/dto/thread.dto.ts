@@ -1,7 +1,7 @@
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { ANY_JSON_VALUE, MessageDto } from '../../runs/dto/run-agent-input.dto';
+import { ANY_JSON_VALUE, MessageDto } from '../../protocol/run-agent-input.dto';
 import { ID_MESSAGE, ID_PATTERN, ID_SCHEMA } from '../../common/ids';
 
 const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;

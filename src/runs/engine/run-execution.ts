@@ -1,0 +1,354 @@
+import { Logger } from '@nestjs/common';
+import { Observable, Subscribable } from 'rxjs';
+import { Span, SpanKind } from '@opentelemetry/api';
+import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../../agents/tools/run-tools';
+import { linearTimeSchema } from '../../common/json-schema';
+import { isDatabaseUnavailable } from '../../database/database-errors';
+import { Metrics } from '../../ops/metrics.service';
+import { ownerHash, startSpan, tracingOn, withSpan } from '../../ops/tracing';
+import { AguiEvent, RunErrorCode, TERMINAL_TYPES } from '../../protocol/agui-events';
+import type { RunFinishedOutcome } from '../../protocol/outcomes';
+import { addUsage, TokenUsage, tokensOf } from '../../protocol/usage';
+import type { ModelCallObserver } from '../../agents/model-calls';
+import { aguiToModelMessages } from '../../threads/agui-to-model';
+import { MessageCollector } from '../../threads/message-collector';
+import { StoredMessage } from '../../threads/message-format';
+import { ConversationStore } from '../storage/conversation.store';
+import { AnsweredInterrupt, InterruptsRepository } from '../storage/interrupts.repository';
+import { ToolCallsRepository } from '../storage/tool-calls.repository';
+import { FrontendToolBroker } from '../tools/frontend-tools.broker';
+import { resumedResults } from '../tools/resumed-approvals';
+import { RunToolCalls } from '../tools/run-tool-calls';
+import { MastraChunk } from './mastra-to-agui';
+import { AgentCall } from './mastra-runner';
+import { DATABASE_UNAVAILABLE, decideEnding, Ending, endRunSpan, StopReason, unrecorded } from './run-ending';
+import { LeaseHolder, RunLeases } from './run-leases';
+import { ReportedResult, Stopped, Terminal } from './lifecycle-guard';
+import { PreparedRun } from './run-preparer';
+import { generateTitle } from './thread-title';
+
+export type { PreparedRun };
+
+export type RunDeps = {
+  conversations: ConversationStore;
+  interrupts: InterruptsRepository;
+  approvalTtlMs: number;
+  leases: RunLeases;
+  toolCalls: ToolCallsRepository;
+  broker: FrontendToolBroker;
+  frontendToolTimeoutMs: number;
+  metrics: Metrics;
+  log: Logger;
+};
+
+/**
+ * One run on this instance, as far as it is more than its event stream: its stop signal, what its
+ * tools report (results as soon as they exist, frontend waits), what it showed (the lease's
+ * checkpoints, the stored messages), and its end, recorded before the terminal event goes out.
+ * RunsService composes its stream: MastraRunner → ownToolCalls() → translate() → guardLifecycle().
+ */
+export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObserver {
+  private readonly abort = new AbortController();
+  /** The model's tool calls in this run and what became of them. */
+  readonly tools: RunToolCalls;
+  private readonly collector = new MessageCollector();
+  /** Events shown so far: the lease checkpoints what the client saw when this moves. */
+  private shown = 0;
+  private terminalShown = false;
+  private titleWanted = false;
+  /** When start() held the run (performance.now()), for its duration metric; 0 before. */
+  private startedAt = 0;
+  /** The run's span (a child of its request's), when tracing is on. */
+  private span: Span | undefined;
+  /** The tokens its model calls reported, one entry per provider and model (made on first use). */
+  private usage: TokenUsage[] | undefined;
+
+  /**
+   * `history` is what the model sees (stored history, then the incoming messages): handed to the
+   * engine once, by agentCall(), and not kept after.
+   */
+  constructor(
+    readonly prepared: PreparedRun,
+    private readonly deps: RunDeps,
+    private history: StoredMessage[] = [],
+    /** Approvals answered by this run's `resume`: their calls run (or are declined) before the model goes on. */
+    readonly resumed: AnsweredInterrupt[] = [],
+  ) {
+    this.tools = new RunToolCalls(prepared, deps.toolCalls);
+  }
+
+  get threadId(): string {
+    return this.prepared.threadId;
+  }
+
+  /** Whether the run belongs to its thread (a stateless run merely shares the thread's id). */
+  get ofThread(): boolean {
+    return !this.prepared.stateless;
+  }
+
+  /** Whether what the run produces goes into its thread. */
+  private get stores(): boolean {
+    return !this.prepared.readOnly && !this.prepared.stateless;
+  }
+
+  /** Whether start() held it. */
+  get started(): boolean {
+    return this.startedAt !== 0;
+  }
+
+  /** Whether it was told to stop (its end may not be recorded yet). */
+  get stopping(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  /** Whether its terminal event went out. */
+  get ended(): boolean {
+    return this.terminalShown;
+  }
+
+  get runId(): string {
+    return this.prepared.runId;
+  }
+
+  get resourceId(): string {
+    return this.prepared.principal.resourceId;
+  }
+
+  /** Events shown so far (the lease's checkpoints follow it). */
+  get shownCount(): number {
+    return this.shown;
+  }
+
+  /** Aborted when the run stops; MastraRunner aborts the provider call with it. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /** ModelCallObserver: the retries the run asked for (`modelSettings.maxRetries`), else the configured ones. */
+  get modelRetries(): number | undefined {
+    return this.prepared.modelSettings.maxRetries;
+  }
+
+  /** ModelCallObserver: one provider call's tokens. */
+  recordUsage(usage: TokenUsage): void {
+    addUsage((this.usage ??= []), usage);
+    const budget = this.prepared.budget;
+    // A step boundary: the run that crossed its owner's budget goes no further than this step.
+    if (budget && budget.spent + tokensOf(this.usage) >= budget.tokens)
+      this.stop('QUOTA_EXCEEDED', `The token budget of this owner (${budget.tokens} tokens) is spent`);
+  }
+
+  /** Tool results reported by the tools themselves, for the guard to place after their TOOL_CALL_END. */
+  get results(): Subscribable<ReportedResult> {
+    return this.tools.results;
+  }
+
+  /**
+   * Holds the run on this instance (lease, cancel route, metrics); the stream starts on subscription.
+   * The run is its own lease holder and cancel target: no closures kept per run for them.
+   */
+  start(): void {
+    if (tracingOn()) this.span = this.startSpan();
+    this.deps.metrics.activeRuns.inc();
+    this.startedAt = performance.now();
+    this.deps.broker.track(this.runId, this);
+    this.deps.leases.hold(this.runId, this);
+  }
+
+  /** LeaseHolder: another instance ended the run (its lease lapsed meanwhile). */
+  leaseLost(): void {
+    this.stop('INTERRUPTED', 'The run was interrupted; please retry');
+  }
+
+  /** LeaseHolder: the lease could not be renewed in time and may lapse. */
+  leaseUnrenewable(): void {
+    this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
+  }
+
+  /** LeaseHolder: what to keep if this instance dies now. */
+  checkpoint(): StoredMessage[] | undefined {
+    return this.stores ? this.collector.produced(this.collector.openTextIds()) : undefined;
+  }
+
+  stop(code: RunErrorCode, message: string): void {
+    if (!this.abort.signal.aborted) this.abort.abort(new StopReason(code, message));
+  }
+
+  private startSpan(): Span | undefined {
+    const { runId, threadId, principal, agent } = this.prepared;
+    return startSpan(`run ${agent.definition.id}`, SpanKind.INTERNAL, {
+      'io_bridge.run.id': runId,
+      'io_bridge.thread.id': threadId,
+      'io_bridge.agent.id': agent.definition.id,
+      'io_bridge.owner.hash': ownerHash(principal.resourceId),
+    });
+  }
+
+  /** The run's agent call: its history (given up here), options and request context (with this run for its tools). */
+  agentCall(): { messages: unknown; call: AgentCall } {
+    const run = this.prepared;
+    const history = this.history;
+    this.history = [];
+    const aliases = run.aliases;
+    return {
+      messages: aguiToModelMessages(history, aliases.empty ? undefined : (name) => aliases.model(name)),
+      call: {
+        options: {
+          maxSteps: run.maxSteps,
+          context: run.context,
+          toolsets: { frontend: run.frontendTools },
+          ...(Object.keys(run.clientTools).length ? { clientTools: run.clientTools } : {}),
+          // The provider calls retry themselves (ProviderCall), honouring Retry-After: not the engine too.
+          modelSettings: { ...run.modelSettings, maxRetries: 0 },
+          ...(run.structuredOutput
+            ? { structuredOutput: { schema: linearTimeSchema(run.structuredOutput.schema) } }
+            : {}),
+        },
+        context: {
+          ...run.extras,
+          forwardedProps: run.forwardedProps,
+          [RUN_CONTEXT_KEY]: this,
+        },
+        signal: this.abort.signal,
+      },
+    };
+  }
+
+  /** `source` subscribed with the run's span current: model and tool calls nest under it. */
+  inSpan<T>(source: Observable<T>): Observable<T> {
+    const span = this.span;
+    if (!span) return source;
+    return new Observable<T>((subscriber) => withSpan(span, () => source.subscribe(subscriber)));
+  }
+
+  /**
+   * The results of the approvals this run's `resume` answered, as the engine would report them;
+   * each joins the history the model sees.
+   */
+  resumedResults(): Promise<MastraChunk[]> {
+    return resumedResults(this.prepared, this.resumed, this.history, this.signal);
+  }
+
+  /**
+   * Counts and collects an event the client is shown (before it goes out); after RUN_FINISHED, names
+   * the thread if asked to.
+   */
+  observe(event: AguiEvent): void {
+    this.collector.observe(event);
+    this.tools.shown(event);
+    this.shown++;
+    if (!TERMINAL_TYPES.has(event.type)) return;
+    this.terminalShown = true;
+    if (this.titleWanted && event.type === 'RUN_FINISHED')
+      void generateTitle(this.prepared, this.deps.conversations, this.deps.log);
+  }
+
+  reportResult(toolCallId: string, content: unknown): void {
+    this.tools.report({ toolCallId, content });
+  }
+
+  async waitForFrontendResult(toolCallId: string): Promise<ToolResult> {
+    const timeoutMs = this.deps.frontendToolTimeoutMs;
+    const timer = setTimeout(() => {
+      this.deps.metrics.toolResultTimeouts.inc();
+      this.stop('TOOL_RESULT_TIMEOUT', `No result for tool call ${toolCallId} within ${timeoutMs} ms`);
+    }, timeoutMs);
+    const waited = this.deps.metrics.frontendToolWait.startTimer();
+    try {
+      const { runId, principal } = this.prepared;
+      return await this.deps.broker.wait(runId, principal.resourceId, toolCallId, this.abort.signal);
+    } catch (err) {
+      // Not the tool's failure, so not for the model to see: the run itself cannot go on.
+      if (isDatabaseUnavailable(err)) this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      waited();
+    }
+  }
+
+  /**
+   * The guard's `end`: decides how the run ends now that its stream stopped, records it (with the
+   * messages the client was shown) and returns the terminal event's content.
+   */
+  async end({ outcome, failure }: Stopped, closeOpen: () => void): Promise<Terminal> {
+    this.deps.broker.untrack(this.runId);
+    this.tools.results.complete();
+    const ending = decideEnding(
+      {
+        run: this.prepared,
+        signal: this.abort.signal,
+        log: this.deps.log,
+        unanswered: () => this.tools.unanswered(),
+      },
+      outcome,
+      failure,
+    );
+    // The ending is decided: a lease lost from now on changes nothing (and endRun then writes nothing).
+    this.deps.leases.release(this.runId, this);
+    let code: RunErrorCode | undefined;
+    try {
+      const terminal = await this.record(ending, closeOpen);
+      code = 'code' in terminal ? terminal.code : undefined;
+      return terminal;
+    } finally {
+      if (this.span) endRunSpan(this.span, ending.end.status, code, this.usage);
+      this.deps.metrics.activeRuns.dec();
+      this.deps.metrics.runOutcomes.inc({ status: ending.end.status, code: ending.end.code ?? 'none' });
+      if (this.startedAt) {
+        this.deps.metrics.runDuration.observe(
+          { agent: this.prepared.agent.definition.id, status: ending.end.status },
+          (performance.now() - this.startedAt) / 1000,
+        );
+      }
+    }
+  }
+
+  /**
+   * Records the final status and the messages the client was shown first, so a client that sees the
+   * terminal event can rely on both. What is open is closed first when the run failed (a cut-off
+   * tool call gets its repaired arguments), so the messages stored are exactly those; text still
+   * streaming when it failed is marked interrupted.
+   */
+  private async record(ending: Ending, closeOpen: () => void): Promise<Terminal> {
+    let terminal = ending.terminal;
+    const { runId, threadId } = this.prepared;
+    const cut = terminal ? this.collector.openTextIds() : new Set<string>();
+    if (terminal) closeOpen();
+    let outcome: RunFinishedOutcome | undefined;
+    let end = ending.end;
+    if (ending.approvals) {
+      try {
+        const interrupts = await this.deps.interrupts.create(
+          { runId, threadId, resourceId: this.prepared.principal.resourceId },
+          ending.approvals,
+          this.deps.approvalTtlMs,
+        );
+        outcome = { type: 'interrupt', interrupts };
+      } catch (err) {
+        this.deps.log.error(`run ${runId}: could not record its interrupts: ${(err as Error).message}`);
+        terminal = unrecorded(err);
+        end = { status: 'error', ...terminal };
+      }
+    } else if (ending.pending) outcome = { type: 'success', pendingToolCallIds: ending.pending };
+    try {
+      await this.deps.conversations.endRun({
+        runId,
+        threadId,
+        resourceId: this.prepared.principal.resourceId,
+        end: this.usage ? { ...end, usage: this.usage } : end,
+        produced: this.stores ? this.collector.produced(cut) : [],
+      });
+    } catch (err) {
+      this.deps.log.error(`run ${this.prepared.runId}: could not record its end: ${(err as Error).message}`);
+      terminal ??= unrecorded(err);
+    }
+    // AG-UI 1.0 usage reaches only a request that declared 1.x; the record keeps it for every client.
+    const usage = this.prepared.agUi1 && this.usage ? { usage: this.usage } : {};
+    if (terminal) return { ...terminal, ...usage };
+    this.titleWanted = this.prepared.generateTitle && this.stores;
+    // AG-UI 1.0 outcomes reach only a request that declared 1.x; the record keeps the interrupts for every client.
+    if (this.prepared.agUi1) outcome ??= { type: 'success' };
+    return { result: ending.result, ...(this.prepared.agUi1 && outcome ? { outcome } : {}), ...usage };
+  }
+}

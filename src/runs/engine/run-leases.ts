@@ -1,0 +1,174 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import type { AppConfig } from '../../config/config';
+import { APP_CONFIG } from '../../config/config.module';
+import { StoredMessage } from '../../threads/message-format';
+import { ConversationStore } from '../storage/conversation.store';
+import { HeldRun, RunsRepository } from '../storage/runs.repository';
+
+/** How often what a streaming run has shown is written down, at most (one statement for all runs). */
+export const CHECKPOINT_MS = 1000;
+
+/**
+ * A run this instance holds, as its lease sees it. The run itself (RunExecution), so that holding a
+ * lease costs no object of its own per run.
+ */
+export interface LeaseHolder {
+  /** The run's owner: renewals and checkpoints are scoped by it, as every statement on a run. */
+  readonly resourceId: string;
+  /** Counts what the run has shown; a checkpoint is written when it moved. */
+  readonly shownCount: number;
+  /** Another instance ended the run (its lease lapsed meanwhile): it must stop at once. */
+  leaseLost(): void;
+  /** The lease could not be renewed in time (the database is down or frozen) and may lapse: stop. */
+  leaseUnrenewable(): void;
+  /** What to keep if this instance dies now; undefined for a run that stores nothing. */
+  checkpoint(): StoredMessage[] | undefined;
+}
+
+type Held = {
+  holder: LeaseHolder;
+  written: number;
+  /** When the last renewal that succeeded was sent (or the run was claimed): the lease runs from about then. */
+  since: number;
+  /** Told it may lapse (once). */
+  unrenewable: boolean;
+};
+
+/**
+ * Keeps the leases of this instance's runs fresh, and ends the runs of instances that died (their
+ * leases lapsed) as INTERRUPTED, at start-up and then periodically, so no thread stays busy forever.
+ * While runs stream, what they have shown is checkpointed (at most every CHECKPOINT_MS, one
+ * statement for all of them), so a run whose instance is killed keeps it. A run whose row another
+ * instance ended is told so by the first renewal or checkpoint after it; a run whose lease cannot be
+ * renewed (the database is down or frozen) is told to stop before the lease lapses, so no other
+ * instance can take its thread while it still streams.
+ */
+@Injectable()
+export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly log = new Logger(RunLeases.name);
+  private readonly held = new Map<string, Held>();
+  private timers: NodeJS.Timeout[] = [];
+  private checkpointing = false;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly runs: RunsRepository,
+    private readonly conversations: ConversationStore,
+  ) {}
+
+  get leaseMs(): number {
+    return this.config.runLeaseMs;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.reap();
+    const every = (ms: number, fn: () => Promise<void>) => {
+      const timer = setInterval(() => void fn(), ms);
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every(Math.max(100, Math.floor(this.leaseMs / 3)), () => this.renew());
+    every(Math.max(100, Math.floor(this.leaseMs / 2)), () => this.reap());
+    every(Math.min(CHECKPOINT_MS, Math.max(100, Math.floor(this.leaseMs / 3))), () => this.checkpoint());
+  }
+
+  onModuleDestroy(): void {
+    this.timers.forEach(clearInterval);
+    this.timers = [];
+  }
+
+  hold(runId: string, holder: LeaseHolder): void {
+    this.held.set(runId, { holder, written: 0, since: Date.now(), unrenewable: false });
+  }
+
+  /** The run's end is decided: its lease is no longer renewed here (its end statement ends it). */
+  release(runId: string, holder: LeaseHolder): void {
+    if (this.held.get(runId)?.holder === holder) this.held.delete(runId);
+  }
+
+  private async renew(): Promise<void> {
+    const sent = Date.now();
+    // Renewals come every third of a lease: one older than half has missed one and may lapse before the next.
+    for (const held of this.held.values()) {
+      if (sent - held.since <= this.leaseMs / 2 || held.unrenewable) continue;
+      held.unrenewable = true;
+      held.holder.leaseUnrenewable();
+    }
+    const ids = [...this.held.keys()];
+    try {
+      const active = await this.runs.renewLeases(
+        [...this.held].map(([id, held]) => ({ id, resourceId: held.holder.resourceId })),
+        this.leaseMs,
+      );
+      this.renewed(active, sent);
+      this.notifyLost(ids, active);
+    } catch (err) {
+      this.log.warn(`lease renewal failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** Writes the checkpoints of the runs that showed something since their last one. */
+  private async checkpoint(): Promise<void> {
+    if (this.checkpointing) return;
+    const due: Array<[string, Held, number]> = [];
+    const checkpoints: Array<HeldRun & { messages: StoredMessage[] }> = [];
+    for (const [runId, held] of this.held) {
+      const shown = held.holder.shownCount;
+      if (shown === held.written) continue;
+      const messages = held.holder.checkpoint();
+      // Nothing to keep yet (or a run that stores nothing): no write.
+      if (!messages?.length) held.written = shown;
+      else {
+        checkpoints.push({ id: runId, resourceId: held.holder.resourceId, messages });
+        due.push([runId, held, shown]);
+      }
+    }
+    if (!due.length) return;
+    this.checkpointing = true;
+    const sent = Date.now();
+    try {
+      const active = await this.runs.saveCheckpoints(checkpoints, this.leaseMs);
+      this.renewed(active, sent);
+      for (const [, held, shown] of due) held.written = shown;
+      this.notifyLost(
+        due.map(([runId]) => runId),
+        active,
+      );
+    } catch (err) {
+      this.log.warn(`checkpointing runs failed: ${(err as Error).message}`);
+    } finally {
+      this.checkpointing = false;
+    }
+  }
+
+  /** A renewal sent at `sent` reached the database for these runs. */
+  private renewed(ids: string[], sent: number): void {
+    for (const id of ids) {
+      const held = this.held.get(id);
+      if (held) held.since = Math.max(held.since, sent);
+    }
+  }
+
+  /** Stops the runs among `ids` (still held here) that the database no longer has active. */
+  private notifyLost(ids: string[], active: string[]): void {
+    if (active.length === ids.length) return;
+    const alive = new Set(active);
+    for (const runId of ids) {
+      if (alive.has(runId)) continue;
+      const held = this.held.get(runId);
+      if (!held) continue;
+      this.log.warn(`run ${runId} was ended by another instance (its lease lapsed): stopping it`);
+      held.holder.leaseLost();
+    }
+  }
+
+  private async reap(): Promise<void> {
+    try {
+      const ended = await this.conversations.reapLapsed();
+      if (ended.length)
+        this.log.warn(`marked ${ended.length} run(s) of stopped instances INTERRUPTED: ${ended.join(', ')}`);
+    } catch (err) {
+      this.log.warn(`reaping lapsed runs failed: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,294 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { DomainError } from '../../common/errors';
+import { isUniqueViolation } from '../../database/database-errors';
+import { queryPrepared } from '../../database/prepared';
+import { StoredMessage } from '../../threads/message-format';
+import { ThreadsRepository } from '../../threads/threads.repository';
+import { tokensOf } from '../../protocol/usage';
+import { ACTIVE, unindexed } from './run.entity';
+import { RunEnd, RunsRepository } from './runs.repository';
+
+export type ClaimRun = {
+  threadId: string;
+  runId: string;
+  resourceId: string;
+  agentId: string;
+  leaseMs: number;
+  /** Title for a thread that has none (from the first user message), unless the model will be asked. */
+  title?: string;
+  incoming: StoredMessage[];
+  lastMessages: number;
+  /** Store none of the incoming messages (memoryOptions.readOnly). */
+  readOnly: boolean;
+  /**
+   * The request names memory (or the operator stores every run): the thread is created when missing.
+   * Otherwise the run is stored only when `threadId` is already a thread of the owner.
+   */
+  memory: boolean;
+  /** The configured token budget per owner (TOKEN_BUDGET_PER_OWNER; null: none) and its window, unless the owner has one of its own. */
+  budget?: { tokens: number | null; windowMs: number };
+};
+
+/** An owner's token budget at a claim: its size, and what its ended runs spent in the window. */
+export type Budget = { tokens: number; spent: number };
+
+/**
+ * What a claimed run works with: the messages the model sees, whether the run is part of a thread,
+ * and the owner's budget when there is one.
+ */
+export type Claimed = { history: StoredMessage[]; stateless: boolean; budget?: Budget };
+
+export type EndRun = {
+  threadId: string;
+  runId: string;
+  resourceId: string;
+  end: RunEnd;
+  produced: StoredMessage[];
+};
+
+/**
+ * A conversation on the server: the statements of a run's life that write several tables at once
+ * (runs, threads, messages, run_tool_calls), each one statement (one round trip, atomic). They live
+ * here, not split over the tables' repositories (RunsRepository, ThreadsRepository,
+ * MessagesRepository, ToolCallsRepository), because splitting them would cost round trips and
+ * atomicity on every run; every other statement is in the repository of its table.
+ * Before the stream: the owner's thread (created by a run that names memory), the run with its
+ * lease, the incoming messages not stored yet, and the history the model sees: what can be refused
+ * is refused there. Before the terminal event: the run's end and the messages it produced. A
+ * stateless run (no memory named, no thread of the owner) is recorded, and nothing else. A run whose
+ * instance died is ended by the reaper, its checkpoint kept.
+ */
+@Injectable()
+export class ConversationStore {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly threads: ThreadsRepository,
+    private readonly runs: RunsRepository,
+  ) {}
+
+  /**
+   * Claims the run, in one statement (one round trip, one commit): the owner's thread is touched, or
+   * created when the run names memory (then another owner's thread is a 404, as if missing; without
+   * memory such a thread is as missing and the run is stateless), the run is recorded with its lease
+   * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed), and the incoming
+   * messages the thread does not store yet are appended (unless read-only). Returns what the model
+   * sees: the stored history (its last `lastMessages`) followed by those new messages; a stateless
+   * run sees only its own messages.
+   */
+  claim(run: ClaimRun): Promise<Claimed> {
+    return this.claimOrReap(run);
+  }
+
+  private async claimOrReap(run: ClaimRun): Promise<Claimed> {
+    try {
+      return await this.claimSettled(run);
+    } catch (err) {
+      // A run whose instance died holds the thread until its lease lapses: end it, then try once more.
+      if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
+      if (!(await this.reapLapsed(run.threadId)).length) throw err;
+      return this.claimSettled(run);
+    }
+  }
+
+  /**
+   * Two statements appending to one thread at once (a claim beside another claim, or beside the end
+   * of the run it follows) may both pick the next position: the one that loses tries again, and when
+   * it loses three times the thread is busy. Never the raw key violation (a 500).
+   */
+  private async claimSettled(run: ClaimRun): Promise<Claimed> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.claimOnce(run);
+      } catch (err) {
+        if (!isUniqueViolation(err, 'messages_thread_id_position_key')) throw err;
+        if (attempt === 3)
+          throw new DomainError('THREAD_BUSY', `Thread '${run.threadId}' has a run in progress`);
+      }
+    }
+  }
+
+  private async claimOnce(run: ClaimRun): Promise<Claimed> {
+    let rows: Array<{
+      kind: 'q' | 'r' | 'h' | 's';
+      body: StoredMessage | string | boolean | { tokens: string; spent: string; retryMs: number | null };
+    }>;
+    try {
+      rows = await queryPrepared(
+        this.db,
+        'io-bridge.claim-run',
+        `WITH budget AS (
+           SELECT COALESCE(q.tokens, $12::bigint) AS tokens,
+                  COALESCE(q.window_ms, $13::bigint) * interval '1 millisecond' AS span
+             FROM (SELECT 1) AS one LEFT JOIN owner_quotas q ON q.resource_id = $2),
+         quota AS (
+           SELECT b.tokens, COALESCE(sum(r.tokens), 0) AS spent,
+                  -- When the oldest run counted leaves the window: the earliest the budget can free up.
+                  ceil(extract(epoch FROM (min(r.finished_at) + b.span - now())) * 1000) AS retry_ms
+             FROM budget b LEFT JOIN runs r
+               ON r.resource_id = $2 AND r.tokens > 0 AND r.finished_at > now() - b.span
+            WHERE b.tokens IS NOT NULL
+            GROUP BY b.tokens, b.span),
+         over AS (SELECT 1 FROM quota WHERE spent >= tokens),
+         thread AS (
+           INSERT INTO threads (id, resource_id, agent_id, title)
+           SELECT $1, $2, $3, $4
+            WHERE ($11::boolean OR EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2))
+              AND NOT EXISTS (SELECT 1 FROM over)
+           ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title),
+                  agent_id = COALESCE(threads.agent_id, EXCLUDED.agent_id)
+             WHERE threads.resource_id = EXCLUDED.resource_id
+           RETURNING id),
+         run AS (
+           INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless)
+           SELECT $5, $1, $2, $3, 'running', now() + $6 * interval '1 millisecond', NOT EXISTS (SELECT 1 FROM thread)
+            WHERE (EXISTS (SELECT 1 FROM thread) OR NOT $11::boolean) AND NOT EXISTS (SELECT 1 FROM over)
+           RETURNING id, stateless),
+         stored AS (
+           SELECT m.id FROM messages m
+            WHERE m.thread_id = $1 AND m.id = ANY($7::text[]) AND EXISTS (SELECT 1 FROM thread)),
+         history AS (
+           SELECT m.body, m.position FROM messages m WHERE m.thread_id = $1 AND EXISTS (SELECT 1 FROM thread)
+            ORDER BY m.position DESC LIMIT $8),
+         base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id = $1),
+         fresh AS (
+           SELECT x.m, row_number() OVER (ORDER BY x.ord) AS n
+             FROM jsonb_array_elements($9::jsonb) WITH ORDINALITY AS x(m, ord)
+            WHERE NOT EXISTS (SELECT 1 FROM stored s WHERE s.id = x.m->>'id')),
+         appended AS (
+           INSERT INTO messages (thread_id, id, position, role, body, run_id)
+           SELECT $1, f.m->>'id', base.last + f.n, f.m->>'role', f.m, $5 FROM fresh f, base
+            WHERE NOT $10::boolean AND EXISTS (SELECT 1 FROM run) AND EXISTS (SELECT 1 FROM thread)
+           ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
+         SELECT 'q' AS kind, jsonb_build_object('tokens', tokens, 'spent', spent, 'retryMs', retry_ms) AS body,
+                NULL::bigint AS position FROM quota
+         UNION ALL SELECT 'r', to_jsonb(stateless), NULL FROM run
+         UNION ALL SELECT 'h', body, position FROM history
+         UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
+         ORDER BY kind, position`,
+        [
+          run.threadId,
+          run.resourceId,
+          run.agentId,
+          run.title ?? null,
+          run.runId,
+          run.leaseMs,
+          run.incoming.map((m) => m.id),
+          run.lastMessages,
+          JSON.stringify(run.incoming),
+          run.readOnly,
+          run.memory,
+          run.budget?.tokens ?? null,
+          run.budget?.windowMs ?? 86_400_000,
+        ],
+      );
+    } catch (err) {
+      throw this.runs.conflict(err, run.runId, run.threadId);
+    }
+    const quota = rows.find((r) => r.kind === 'q')?.body as
+      { tokens: string; spent: string; retryMs: number | null } | undefined;
+    const budget = quota && { tokens: Number(quota.tokens), spent: Number(quota.spent) };
+    if (budget && budget.spent >= budget.tokens) {
+      throw new DomainError(
+        'QUOTA_EXCEEDED',
+        `The token budget of this owner (${budget.tokens} tokens) is spent; retry later`,
+        undefined,
+        Math.max(1, Math.ceil((quota?.retryMs ?? 1000) / 1000)),
+      );
+    }
+    const claimed = rows.find((r) => r.kind === 'r');
+    if (!claimed) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
+    const history = rows.filter((r) => r.kind === 'h').map((r) => r.body as StoredMessage);
+    const stored = new Set(rows.filter((r) => r.kind === 's').map((r) => r.body as string));
+    return {
+      history: [...history, ...run.incoming.filter((m) => !stored.has(m.id))],
+      stateless: claimed.body === true,
+      ...(budget ? { budget } : {}),
+    };
+  }
+
+  setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
+    return this.threads.setTitleIfNone(threadId, resourceId, title);
+  }
+
+  /**
+   * The run's end and what it produced, in one statement; nothing is stored into a thread that was
+   * deleted meanwhile, nor by a stateless run (even if a thread of that id exists by now), nor by a
+   * run another instance already ended (its lease lapsed: that record and the checkpoint it kept
+   * stand). Unanswered tool calls close with the run.
+   * The thread is locked before the run is touched, in the order a claim takes them (thread, then
+   * the run's slot): a claim of the next run waits for this end instead of deadlocking with it.
+   */
+  async endRun(run: EndRun): Promise<void> {
+    await queryPrepared(
+      this.db,
+      'io-bridge.end-run',
+      `WITH locked AS (SELECT id FROM threads WHERE id = $6 AND resource_id = $2 FOR UPDATE),
+       ended AS (
+         UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
+                checkpoint = NULL, usage = $8::jsonb, tokens = $9
+          WHERE id = $1 AND ${unindexed(`resource_id = $2 AND ${ACTIVE}`)} AND (SELECT count(*) FROM locked) >= 0
+          RETURNING id, stateless),
+       closed AS (
+         UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'),
+       owned AS (SELECT id FROM locked WHERE EXISTS (SELECT 1 FROM ended WHERE NOT stateless)),
+       base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id IN (SELECT id FROM owned)),
+       appended AS (
+         INSERT INTO messages (thread_id, id, position, role, body, run_id)
+         SELECT $6, x.m->>'id', base.last + x.ord, x.m->>'role', x.m, $1
+           FROM jsonb_array_elements($7::jsonb) WITH ORDINALITY AS x(m, ord), base
+          WHERE EXISTS (SELECT 1 FROM owned) AND EXISTS (SELECT 1 FROM ended)
+         ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
+       UPDATE threads SET updated_at = now()
+        WHERE id IN (SELECT id FROM owned) AND EXISTS (SELECT 1 FROM appended)`,
+      [
+        run.runId,
+        run.resourceId,
+        run.end.status,
+        run.end.code ?? null,
+        run.end.message ?? null,
+        run.threadId,
+        JSON.stringify(run.produced),
+        run.end.usage ? JSON.stringify(run.end.usage) : null,
+        tokensOf(run.end.usage),
+      ],
+    );
+  }
+
+  /**
+   * Ends active runs whose lease lapsed (their instance died) as `error` INTERRUPTED, which frees
+   * their threads; only those of one thread when `threadId` is given. What such a run had shown
+   * (its last checkpoint) is appended to its thread, the text cut short marked interrupted; a
+   * stateless run keeps nothing.
+   * Returns the ids ended.
+   */
+  async reapLapsed(threadId?: string): Promise<string[]> {
+    const rows: Array<{ id: string }> = await this.db.query(
+      `WITH lapsed AS (
+         UPDATE runs SET status = 'error', error_code = 'INTERRUPTED',
+                error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()
+          WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
+          RETURNING id, thread_id, resource_id, checkpoint, stateless),
+       closed AS (
+         UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM lapsed) AND status <> 'done'),
+       owned AS (
+         SELECT l.id, l.thread_id, l.checkpoint FROM lapsed l
+           JOIN threads t ON t.id = l.thread_id AND t.resource_id = l.resource_id
+          WHERE l.checkpoint IS NOT NULL AND NOT l.stateless
+            FOR UPDATE OF t),
+       appended AS (
+         INSERT INTO messages (thread_id, id, position, role, body, run_id)
+         SELECT o.thread_id, x.m->>'id',
+                (SELECT COALESCE(max(position), 0) FROM messages WHERE thread_id = o.thread_id) + x.ord,
+                x.m->>'role', x.m, o.id
+           FROM owned o, jsonb_array_elements(o.checkpoint) WITH ORDINALITY AS x(m, ord)
+         ON CONFLICT (thread_id, id) DO NOTHING RETURNING thread_id),
+       touched AS (
+         UPDATE threads SET updated_at = now() WHERE id IN (SELECT thread_id FROM appended))
+       SELECT id FROM lapsed`,
+      [threadId ?? null],
+    );
+    return rows.map((r) => r.id);
+  }
+}

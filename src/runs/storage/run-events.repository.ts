@@ -1,0 +1,139 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { queryPrepared } from '../../database/prepared';
+
+/**
+ * SSE frames of one run with consecutive sequence numbers `first`…`last`, exactly as written to its
+ * readers (`id: <seq>\ndata: <json>\n\n` each); `terminal` when they end with the terminal event.
+ */
+export type Chunk = { first: number; last: number; frames: string; terminal: boolean };
+
+/** Chunks of several runs to store in one statement. */
+export type StoredChunk = Chunk & { runId: string };
+
+/**
+ * The channel on which a write announces the chunk it stored, for the runs someone follows:
+ * `<first> <last> <terminal> <run id>`, then a newline and the frames when they fit in a
+ * notification (a run id holds no newline), so a follower needs no read.
+ */
+export const RUN_EVENTS_CHANNEL = 'io_bridge_run_events';
+
+/** Chunks one read of a run's log returns at most: a reader far behind goes page by page. */
+export const READ_PAGE = 64;
+
+/** Frames up to this many bytes travel in the notification itself (Postgres allows 8000 in all). */
+const NOTIFY_FRAMES_BYTES = 7000;
+
+/** A chunk announced on RUN_EVENTS_CHANNEL: its run, and the chunk when its frames came with it. */
+export function parseAnnouncement(payload: string): { runId: string; chunk?: Chunk } {
+  const eol = payload.indexOf('\n');
+  const [first, last, terminal, ...rest] = (eol < 0 ? payload : payload.slice(0, eol)).split(' ');
+  const runId = rest.join(' ');
+  if (eol < 0) return { runId };
+  return {
+    runId,
+    chunk: {
+      first: Number(first),
+      last: Number(last),
+      terminal: terminal === 't',
+      frames: payload.slice(eol + 1),
+    },
+  };
+}
+
+/**
+ * The event log of runs (`run_events`): what every reader of a run is sent, kept for
+ * RUN_EVENTS_RETENTION_MS after the run ended. Reads are not scoped by owner here: the route reads
+ * the run (scoped) first and reads its log only when the caller may see it.
+ */
+@Injectable()
+export class RunEventsRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Stores chunks and,
+   * for the runs in `announce`, NOTIFYs their new last sequence number when the write commits. A
+   * chunk starting where a stored one starts replaces it only when it extends it (a write retried
+   * after a timeout that did commit carries the same frames and more): frames once stored may have
+   * been sent, and are never replaced by others (another instance ending the log meanwhile). The commit does
+   * not wait for the WAL to reach disk (`synchronous_commit` off for this transaction only): a
+   * follower on another replica waits on this write, and a database crash loses at most the last
+   * moments of a replay log, never a run's recorded end or messages (those commits stay synchronous).
+   */
+  async append(chunks: StoredChunk[], announce: string[]): Promise<void> {
+    if (!chunks.length) return;
+    await queryPrepared(
+      this.db,
+      'io-bridge.append-run-events',
+      `WITH stored AS (
+         INSERT INTO run_events (run_id, first_seq, last_seq, frames, terminal)
+         SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::boolean[])
+         ON CONFLICT (run_id, first_seq) DO UPDATE
+           SET last_seq = EXCLUDED.last_seq, frames = EXCLUDED.frames, terminal = EXCLUDED.terminal
+          WHERE EXCLUDED.last_seq > run_events.last_seq AND starts_with(EXCLUDED.frames, run_events.frames)
+         RETURNING run_id, first_seq, last_seq, terminal, frames)
+       SELECT pg_notify('${RUN_EVENTS_CHANNEL}',
+                first_seq || ' ' || last_seq || ' ' || (CASE WHEN terminal THEN 't' ELSE 'f' END) || ' ' || run_id
+                || (CASE WHEN octet_length(frames) <= ${NOTIFY_FRAMES_BYTES} THEN E'\n' || frames ELSE '' END))
+         FROM stored CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
+        WHERE run_id = ANY($6::text[])`,
+      [
+        chunks.map((c) => c.runId),
+        chunks.map((c) => c.first),
+        chunks.map((c) => c.last),
+        chunks.map((c) => c.frames),
+        chunks.map((c) => c.terminal),
+        announce,
+      ],
+    );
+  }
+
+  /**
+   * The run's stored chunks holding events after `after`, in order (the first may start before it),
+   * at most `limit` of them, and its terminal chunk in any case, so a reader that has everything
+   * learns the log is complete.
+   */
+  async after(runId: string, after: number, limit = READ_PAGE): Promise<Chunk[]> {
+    const rows = await queryPrepared<{ first: number; last: number; frames: string; terminal: boolean }>(
+      this.db,
+      'io-bridge.read-run-events',
+      `SELECT first_seq AS first, last_seq AS last, frames, terminal FROM run_events
+        WHERE run_id = $1 AND (last_seq > $2 OR terminal) ORDER BY first_seq LIMIT $3`,
+      [runId, after, limit],
+    );
+    return rows;
+  }
+
+  /** Whether any event of the run is stored. */
+  async any(runId: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query('SELECT 1 FROM run_events WHERE run_id = $1 LIMIT 1', [
+      runId,
+    ]);
+    return rows.length > 0;
+  }
+
+  /** Deletes the logs of runs that ended more than `retentionMs` ago; returns how many chunks went. */
+  async deleteExpired(retentionMs: number): Promise<number> {
+    const [{ deleted }]: Array<{ deleted: number }> = await this.db.query(
+      `WITH gone AS (
+         DELETE FROM run_events e USING runs r
+          WHERE e.run_id = r.id AND r.finished_at < now() - $1 * interval '1 millisecond'
+          RETURNING 1)
+       SELECT count(*)::int AS deleted FROM gone`,
+      [retentionMs],
+    );
+    return deleted;
+  }
+}
+
+/**
+ * The frames of `chunk` after sequence number `after` (all of them when it starts later). Frames are
+ * found by their `id:` line: a raw blank line only ever ends a frame, since JSON escapes newlines.
+ */
+export function framesAfter(chunk: Chunk, after: number): string {
+  if (after < chunk.first) return chunk.frames;
+  if (after >= chunk.last) return '';
+  const at = chunk.frames.indexOf(`\n\nid: ${after + 1}\n`);
+  return at < 0 ? '' : chunk.frames.slice(at + 2);
+}

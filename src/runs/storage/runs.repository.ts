@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { ANY_OWNER, OwnerScope } from '../../auth/principal';
+import { DomainError } from '../../common/errors';
+import { isUniqueViolation } from '../../database/database-errors';
+import { StoredMessage } from '../../threads/message-format';
+import type { TokenUsage } from '../../protocol/usage';
+import { ACTIVE, Run, RunStatus, unindexed } from './run.entity';
+
+export type RunEnd = {
+  status: Extract<RunStatus, 'finished' | 'error' | 'cancelled'>;
+  code?: string;
+  message?: string;
+  /** The tokens the run's model calls reported. */
+  usage?: TokenUsage[];
+};
+
+/** A run this instance holds, with its owner: what lease renewals and checkpoints write. */
+export type HeldRun = { id: string; resourceId: string };
+
+/**
+ * The `runs` table. Every method scopes its SQL by the owner: a resourceId, or an OwnerScope where a
+ * route reaches a run by its id alone; lease renewals and checkpoints by each held run's own. A
+ * run's claim, end and reaping write threads and messages too: ConversationStore.
+ */
+@Injectable()
+export class RunsRepository {
+  constructor(@InjectRepository(Run) private readonly runs: Repository<Run>) {}
+
+  /** Maps the unique violations of a run insert to their codes; any other error as it is. */
+  conflict(err: unknown, runId: string, threadId: string): unknown {
+    if (isUniqueViolation(err, 'runs_pkey')) {
+      return new DomainError('RUN_ALREADY_EXISTS', `Run '${runId}' already exists`);
+    }
+    if (isUniqueViolation(err, 'runs_one_active_per_thread')) {
+      return new DomainError('THREAD_BUSY', `Thread '${threadId}' has a run in progress`);
+    }
+    return err;
+  }
+
+  findOne(id: string, owner: OwnerScope): Promise<Run | null> {
+    return this.runs.findOneBy(owner === ANY_OWNER ? { id } : { id, resourceId: owner });
+  }
+
+  /**
+   * Extends the leases of the runs this instance holds; returns those still active. A run missing
+   * from the answer was ended elsewhere (its lease lapsed and another instance reaped it).
+   */
+  async renewLeases(held: HeldRun[], leaseMs: number): Promise<string[]> {
+    if (!held.length) return [];
+    const rows: Array<{ id: string }> = await this.runs.query(
+      `WITH renewed AS (
+         UPDATE runs SET lease_expires_at = now() + $3 * interval '1 millisecond'
+           FROM unnest($1::text[], $2::text[]) AS held(id, resource_id)
+          WHERE runs.id = held.id AND ${unindexed(`runs.resource_id = held.resource_id AND runs.${ACTIVE}`)} RETURNING runs.id)
+       SELECT id FROM renewed`,
+      [held.map((r) => r.id), held.map((r) => r.resourceId), leaseMs],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Records what each run has shown so far (its messages), renewing its lease in the same write;
+   * returns the runs still active, as `renewLeases` does.
+   */
+  async saveCheckpoints(
+    checkpoints: Array<HeldRun & { messages: StoredMessage[] }>,
+    leaseMs: number,
+  ): Promise<string[]> {
+    const rows: Array<{ id: string }> = await this.runs.query(
+      `WITH saved AS (
+         UPDATE runs SET checkpoint = c.messages, lease_expires_at = now() + $2 * interval '1 millisecond'
+           FROM jsonb_to_recordset($1::jsonb) AS c(id text, "resourceId" text, messages jsonb)
+          WHERE runs.id = c.id AND ${unindexed(`runs.resource_id = c."resourceId" AND runs.${ACTIVE}`)} RETURNING runs.id)
+       SELECT id FROM saved`,
+      [JSON.stringify(checkpoints), leaseMs],
+    );
+    return rows.map((r) => r.id);
+  }
+}

@@ -1,0 +1,126 @@
+import type { Logger } from '@nestjs/common';
+import type { RunEventsRepository, StoredChunk } from '../storage/run-events.repository';
+import type { RunLog } from './run-log';
+
+/** Writes of run events in flight at once (each takes what the runs produced meanwhile: a group commit). */
+const MAX_WRITES = 2;
+
+/**
+ * Stores the logs of the runs on this instance: what the runs produced is written at once, one
+ * statement for all of them while the previous is in flight (a group commit: statements follow the
+ * database's pace, not the number of runs or events). A log whose write failed is tried again; a
+ * complete log is forgotten once stored, or given up when it could not be within the retention.
+ */
+export class RunLogWriter {
+  /** Complete logs not stored yet (a write failed), kept until the retention passes. */
+  private readonly completedAt = new Map<string, number>();
+  /** Logs with chunks to store, for the next write. */
+  private readonly due = new Set<RunLog>();
+  private writes = 0;
+  private writeScheduled = false;
+
+  constructor(
+    private readonly events: RunEventsRepository,
+    /** The logs held here (shared with RunStreams); a log leaves it once complete and stored. */
+    private readonly logs: Map<string, RunLog>,
+    /** Whether another instance follows the run (its writes are then announced). */
+    private readonly followed: (runId: string) => boolean,
+    private readonly retentionMs: number,
+    private readonly log: Logger,
+  ) {}
+
+  /** A chunk was framed (or the log completed): it is stored with the next write. */
+  produced(log: RunLog): void {
+    if (log.complete) this.completedAt.set(log.runId, Date.now());
+    this.due.add(log);
+    this.scheduleWrite();
+  }
+
+  /** Logs whose write failed are tried again; those that could not be stored within the retention are given up. */
+  retry(): void {
+    for (const log of this.logs.values()) if (log.failing && !log.writing) this.due.add(log);
+    this.scheduleWrite();
+    this.dropStale();
+  }
+
+  /** Stores what is left (a few tries), for a stopping instance. */
+  async flush(): Promise<void> {
+    for (let i = 0; i < 3 && [...this.logs.values()].some((l) => l.unstored.length); i++) {
+      await this.write([...this.logs.values()].filter((log) => !log.writing));
+      while (this.writes) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  private scheduleWrite(): void {
+    if (this.writeScheduled || this.writes >= MAX_WRITES || !this.due.size) return;
+    this.writeScheduled = true;
+    // What the runs produce in this event-loop turn goes into the same statement.
+    setImmediate(() => {
+      this.writeScheduled = false;
+      const logs = [...this.due].filter((log) => !log.writing);
+      for (const log of logs) this.due.delete(log);
+      if (logs.length) void this.write(logs);
+    });
+  }
+
+  /**
+   * Writes the unstored chunks of `logs` (one per run: its consecutive chunks joined) in one
+   * statement, one write in flight per run; each log sends what was stored to its readers.
+   */
+  private async write(logs: RunLog[]): Promise<void> {
+    const batch: Array<[RunLog, StoredChunk]> = [];
+    for (const log of logs) {
+      if (log.writing || !log.unstored.length) continue;
+      const chunks = log.unstored;
+      const joined: StoredChunk = {
+        runId: log.runId,
+        first: chunks[0].first,
+        last: chunks[chunks.length - 1].last,
+        frames: chunks.length === 1 ? chunks[0].frames : chunks.map((c) => c.frames).join(''),
+        terminal: chunks[chunks.length - 1].terminal,
+      };
+      log.writing = true;
+      batch.push([log, joined]);
+    }
+    if (!batch.length) return;
+    const announce = batch
+      .filter(([log, chunk]) => chunk.terminal || this.followed(log.runId))
+      .map(([log]) => log.runId);
+    this.writes++;
+    let ok = false;
+    try {
+      await this.events.append(
+        batch.map(([, chunk]) => chunk),
+        announce,
+      );
+      ok = true;
+    } catch (err) {
+      this.log.warn(`storing the events of ${batch.length} run(s) failed: ${(err as Error).message}`);
+    } finally {
+      this.writes--;
+    }
+    for (const [log, chunk] of batch) {
+      log.writing = false;
+      if (ok) log.stored(chunk.last);
+      else log.storeFailed();
+      if (log.complete && !log.unstored.length) {
+        this.logs.delete(log.runId);
+        this.completedAt.delete(log.runId);
+      } else if (ok && log.unstored.length) {
+        this.due.add(log);
+      }
+    }
+    this.scheduleWrite();
+  }
+
+  /** Complete logs that could not be stored within the retention are given up. */
+  private dropStale(): void {
+    const limit = Date.now() - this.retentionMs;
+    for (const [runId, at] of this.completedAt) {
+      if (at >= limit) continue;
+      this.completedAt.delete(runId);
+      this.logs.delete(runId);
+      this.log.warn(`run ${runId}: its events could not be stored; given up`);
+    }
+  }
+}
