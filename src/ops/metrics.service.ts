@@ -70,6 +70,13 @@ export class Metrics implements OnModuleInit {
     registers: [this.registry],
   });
 
+  readonly streamsClosed = new Counter({
+    name: 'io_bridge_stream_closed_total',
+    help: 'Streams the service closed before their end, by reason (write_timeout: the socket took nothing for STREAM_WRITE_TIMEOUT_MS)',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+
   readonly streamCatchUps = new Counter({
     name: 'io_bridge_run_stream_catchups_total',
     help: 'Times a stream fell too far behind a live run (STREAM_MAX_QUEUED_BYTES) and was served from storage',

@@ -40,7 +40,7 @@ import { EARLY_RESULTS_PER_RUN } from './storage/tool-calls.repository';
 import { PinoLogger } from 'nestjs-pino';
 import { Metrics } from '../ops/metrics.service';
 import { RunRateLimitGuard } from './run-rate-limit.guard';
-import { SseWriter } from './stream/sse-writer';
+import { SseWriter, SseWriterOptions } from './stream/sse-writer';
 import { RunStreams } from './stream/run-streams.service';
 
 @ApiTags('runs')
@@ -209,8 +209,13 @@ export class RunsController {
     }
   }
 
-  private writerOptions() {
-    return { heartbeatMs: this.config.heartbeatMs, maxQueuedBytes: this.config.runEvents.maxQueuedBytes };
+  private writerOptions(): SseWriterOptions {
+    return {
+      heartbeatMs: this.config.heartbeatMs,
+      maxQueuedBytes: this.config.runEvents.maxQueuedBytes,
+      writeTimeoutMs: this.config.runEvents.writeTimeoutMs,
+      onWriteTimeout: () => this.metrics.streamsClosed.inc({ reason: 'write_timeout' }),
+    };
   }
 
   /** A frontend tool's result, delivered to the waiting run on whichever instance holds it. */

@@ -11,10 +11,13 @@ export const SSE_HEADERS = {
 } as const;
 
 const PING = ': ping\n\n';
+/** The write timeout is checked at least this often (and at least every half heartbeat). */
+const WRITE_TIMEOUT_CHECK_MS = 1_000;
 
 /**
  * One timer for every stream of a heartbeat period, instead of one per stream: each stream that wrote
- * nothing for the period gets a comment. The timer stops while no stream is open.
+ * nothing for the period gets a comment, and a stream whose socket took nothing for its write timeout
+ * is closed. The timer stops while no stream is open.
  */
 class Heartbeat {
   private static readonly byPeriod = new Map<number, Heartbeat>();
@@ -33,8 +36,8 @@ class Heartbeat {
     this.writers.add(writer);
     if (this.timer) return;
     this.timer = setInterval(
-      () => this.writers.forEach((w) => w.ping(this.periodMs)),
-      Math.max(5, Math.floor(this.periodMs / 2)),
+      () => this.writers.forEach((w) => w.tick(this.periodMs)),
+      Math.max(5, Math.floor(Math.min(this.periodMs, WRITE_TIMEOUT_CHECK_MS) / 2)),
     );
     this.timer.unref();
   }
@@ -51,6 +54,10 @@ export type SseWriterOptions = {
   heartbeatMs: number;
   /** Frames queued behind a slow socket beyond which the stream stops taking them and reads storage. */
   maxQueuedBytes: number;
+  /** A socket that takes nothing for this long (a write waiting for its drain) is closed. */
+  writeTimeoutMs: number;
+  /** Called once when the stream is closed for its write timeout. */
+  onWriteTimeout?: () => void;
 };
 
 /** What the stream's owner hears. */
@@ -85,6 +92,8 @@ export class SseWriter implements FrameSink {
   private waitingForDrain = false;
   private drainWaiters: Array<() => void> = [];
   private lastWriteAt = Date.now();
+  /** When the socket last stopped taking writes (a write returned false), while it has not drained. */
+  private stalledSince = 0;
   private readonly heartbeat: Heartbeat;
   private readonly raw: ServerResponse;
 
@@ -108,6 +117,7 @@ export class SseWriter implements FrameSink {
     });
     this.raw.on('drain', () => {
       this.waitingForDrain = false;
+      this.stalledSince = 0;
       if (this.queued.length) this.write(this.queued.join(''));
       this.sentSeq = this.lastSeq;
       this.queued = [];
@@ -190,13 +200,30 @@ export class SseWriter implements FrameSink {
   private write(frames: string): void {
     if (this.raw.destroyed) return;
     this.lastWriteAt = Date.now();
-    if (!this.raw.write(frames)) this.waitingForDrain = true;
+    if (this.raw.write(frames)) return;
+    this.waitingForDrain = true;
+    this.stalledSince ||= this.lastWriteAt;
   }
 
-  /** A comment, when nothing was written for `heartbeatMs` (the Heartbeat's timer calls it). */
-  ping(heartbeatMs: number): void {
-    if (this.finished || this.waitingForDrain || Date.now() - this.lastWriteAt < heartbeatMs) return;
-    this.lastWriteAt = Date.now();
-    this.raw.write(PING);
+  /**
+   * The Heartbeat's timer: a socket stalled past the write timeout is destroyed (its `close` then
+   * tells the owner, and the run follows the disconnect rules); an idle stream gets a comment.
+   */
+  tick(heartbeatMs: number): void {
+    if (this.finished || this.raw.destroyed) return;
+    const now = Date.now();
+    if (this.waitingForDrain) {
+      if (this.stalledSince && now - this.stalledSince >= this.options.writeTimeoutMs) {
+        this.options.onWriteTimeout?.();
+        this.raw.destroy();
+      }
+      return;
+    }
+    if (now - this.lastWriteAt < heartbeatMs) return;
+    this.lastWriteAt = now;
+    if (!this.raw.write(PING)) {
+      this.waitingForDrain = true;
+      this.stalledSince ||= now;
+    }
   }
 }
