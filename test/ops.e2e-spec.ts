@@ -126,7 +126,7 @@ describe('health, readiness and metrics', () => {
       expect(res.headers.get('content-security-policy')).toBe(
         "default-src 'self';base-uri 'self';font-src 'self' https: data:;form-action 'self';" +
           "frame-ancestors 'self';img-src 'self' data:;object-src 'none';script-src 'self';" +
-          "script-src-attr 'none';style-src 'self' 'unsafe-inline'",
+          "script-src-attr 'none';style-src 'self' 'unsafe-inline';connect-src 'self'",
       );
       expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
       expect(res.headers.get('strict-transport-security')).toMatch(/^max-age=\d+/);
