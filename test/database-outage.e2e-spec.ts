@@ -282,3 +282,35 @@ describe('a run waiting on a frontend tool when the database freezes', () => {
     expect(after.find((f) => f.event.type === 'TOOL_CALL_RESULT')!.event.content).toBe('teal');
   });
 });
+
+describe('a run whose lease cannot be renewed, with the driver timeouts at their defaults', () => {
+  let proxy: DbProxy;
+  let t: TestApp;
+  beforeAll(async () => {
+    proxy = await dbProxy(new URL(process.env.E2E_DATABASE_URL!));
+    // Connect 5 s, statement 10 s, query 12 s: all longer than the 3 s lease.
+    t = await startApp({ DATABASE_URL: proxy.url, RUN_LEASE_MS: '3000' });
+  });
+  afterEach(() => proxy.resume());
+  afterAll(async () => {
+    await t?.close();
+    await proxy?.close();
+  });
+
+  it('stops at half a lease: RUN_ERROR SERVICE_UNAVAILABLE before the lease could lapse, whatever the driver waits for', async () => {
+    const input = runInput('/tool pick_color {"hint":"warm"}', { tools: [PICK] });
+    const live = await openRun(t.runUrl, input);
+    await live.waitFor((e) => e.type === 'TOOL_CALL_END');
+    proxy.freeze();
+    // Half the lease (1.5 s) plus one renewal period (1 s), plus a margin: well before the lease lapses
+    // (3 s) and the 5 s connect timeout the end write would wait for.
+    const frames = await endsWithin(live.done, 2500 + 400);
+    assertStreamRules(frames, input);
+    expect(frames.at(-1)!.event).toMatchObject({
+      type: 'RUN_ERROR',
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'The database is unavailable; retry later',
+    });
+    expect(frames.at(-1)!.unlogged).toBe(true);
+  });
+});

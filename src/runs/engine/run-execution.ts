@@ -49,6 +49,8 @@ export type RunDeps = {
  */
 export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObserver {
   private readonly abort = new AbortController();
+  /** Its lease could not be renewed in time: the run ends without waiting for its end write. */
+  private leaseMayLapse = false;
   /** The model's tool calls in this run and what became of them. */
   readonly tools: RunToolCalls;
   private readonly collector = new MessageCollector();
@@ -162,6 +164,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
 
   /** LeaseHolder: the lease could not be renewed in time and may lapse. */
   leaseUnrenewable(): void {
+    this.leaseMayLapse = true;
     this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
   }
 
@@ -331,17 +334,28 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
         end = { status: 'error', ...terminal };
       }
     } else if (ending.pending) outcome = { type: 'success', pendingToolCallIds: ending.pending };
-    try {
-      await this.deps.conversations.endRun({
+    const written = this.deps.conversations
+      .endRun({
         runId,
         threadId,
         resourceId: this.prepared.principal.resourceId,
         end: this.usage ? { ...end, usage: this.usage } : end,
         produced: this.stores ? this.collector.produced(cut) : [],
-      });
-    } catch (err) {
-      this.deps.log.error(`run ${this.prepared.runId}: could not record its end: ${(err as Error).message}`);
-      terminal ??= unrecorded(err);
+      })
+      .then(
+        () => undefined,
+        (err: Error) => {
+          this.deps.log.error(`run ${runId}: could not record its end: ${err.message}`);
+          return err;
+        },
+      );
+    if (this.leaseMayLapse) {
+      // The lease may lapse before the driver's timeouts end the write, and another instance take the
+      // thread: the run ends now (RUN_ERROR SERVICE_UNAVAILABLE), the write goes on by itself.
+      terminal ??= { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE };
+    } else {
+      const failed = await written;
+      if (failed) terminal ??= unrecorded(failed);
     }
     // AG-UI 1.0 usage reaches only a request that declared 1.x; the record keeps it for every client.
     const usage = this.prepared.agUi1 && this.usage ? { usage: this.usage } : {};
