@@ -119,6 +119,40 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
     }
   });
 
+  it('takes any event id up to 2^53 - 1 (past the end of an ended run: 204), and refuses larger ones with the error envelope', async () => {
+    const input = runInput('hello');
+    const original = await openRun(a.runUrl, input);
+    await original.done;
+    // Past 2^31 (a 32-bit integer) up to Number.MAX_SAFE_INTEGER: the client has everything.
+    for (const id of ['2147483648', '4294967296', String(Number.MAX_SAFE_INTEGER)]) {
+      for (const t of [a, b]) {
+        const byHeader = await fetch(eventsUrl(t, input.runId), { headers: { 'last-event-id': id } });
+        expect({ id, status: byHeader.status, body: await byHeader.text() }).toEqual({
+          id,
+          status: 204,
+          body: '',
+        });
+        const byQuery = await fetch(eventsUrl(t, input.runId, `?after=${id}`));
+        expect({ id, status: byQuery.status }).toEqual({ id, status: 204 });
+      }
+    }
+    // Beyond what a JavaScript number holds exactly, fractions, negatives: 400 with the envelope.
+    const bad = [String(2 ** 53), '9007199254740993', '99999999999999999999', '1e3', '-1', '1.5', '0x10'];
+    for (const id of bad) {
+      for (const [headers, query] of [
+        [{ 'last-event-id': id }, ''],
+        [{}, `?after=${encodeURIComponent(id)}`],
+      ] as const) {
+        const res = await fetch(eventsUrl(b, input.runId, query), { headers });
+        expect({ id, status: res.status, body: await res.json() }).toMatchObject({
+          id,
+          status: 400,
+          body: { statusCode: 400, code: 'VALIDATION_FAILED' },
+        });
+      }
+    }
+  });
+
   it('refuses what it cannot serve with the error envelope: unknown or foreign run 404, bad Last-Event-ID 400, expired 410', async () => {
     const input = runInput('hello', { forwardedProps: { resourceId: 'alice' } });
     const original = await openRun(a.runUrl, input);

@@ -175,7 +175,7 @@ export class RunsController {
     description: 'The run ended and the client has every event (an EventSource stops reconnecting)',
   })
   @ApiErrors({
-    VALIDATION_FAILED: 'Last-Event-ID or after is not a non-negative integer',
+    VALIDATION_FAILED: 'Last-Event-ID or after is not an integer from 0 to 2^53 - 1',
     NOT_FOUND: "unknown run, or another owner's",
     RUN_EVENTS_EXPIRED:
       'the run ended longer than RUN_EVENTS_RETENTION_MS ago: its events are no longer kept',
@@ -278,11 +278,12 @@ export class RunsController {
 }
 
 /** A sequence number as a client sends it: a non-negative decimal integer. */
+/** An event id: a decimal integer from 0 to 2^53 - 1 (Number.MAX_SAFE_INTEGER), else a 400. */
 function sequenceNumber(value: unknown, name: string): number {
   const text = typeof value === 'string' ? value.trim() : '';
-  if (!/^\d{1,15}$/.test(text)) {
+  if (!/^\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text))) {
     throw new DomainError('VALIDATION_FAILED', `${name} must be a non-negative integer`, [
-      { path: name, message: 'must be a non-negative integer (the id of an event)' },
+      { path: name, message: 'must be an integer from 0 to 2^53 - 1 (the id of an event)' },
     ]);
   }
   return Number(text);

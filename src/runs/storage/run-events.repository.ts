@@ -99,7 +99,7 @@ export class RunEventsRepository {
       this.db,
       'io-bridge.read-run-events',
       `SELECT first_seq AS first, last_seq AS last, frames, terminal FROM run_events
-        WHERE run_id = $1 AND (last_seq > $2 OR terminal) ORDER BY first_seq LIMIT $3`,
+        WHERE run_id = $1 AND (last_seq > $2::bigint OR terminal) ORDER BY first_seq LIMIT $3`,
       [runId, after, limit],
     );
     return rows;

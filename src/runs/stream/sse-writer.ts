@@ -105,7 +105,14 @@ export class SseWriter implements FrameSink {
     this.lastSeq = this.sentSeq = after;
     reply.hijack();
     this.raw = reply.raw;
-    this.raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...SSE_HEADERS });
+    const headers: Record<string, string> = {
+      ...(reply.getHeaders() as Record<string, string>),
+      ...SSE_HEADERS,
+    };
+    // A client that asked for `Connection: close` (or an HTTP/1.0 one) has the connection closed
+    // after the stream: Node does so when the response says `close`, and keeps it with `keep-alive`.
+    if (!this.raw.shouldKeepAlive) headers.connection = 'close';
+    this.raw.writeHead(200, headers);
     this.heartbeat = Heartbeat.of(options.heartbeatMs);
     this.heartbeat.add(this);
     // `close` comes once: `on` spares the wrapper `once` would keep for the length of the stream.
