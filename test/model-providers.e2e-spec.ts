@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { db, endedRunRow, runRow, startApp, TestApp } from './support/app';
 import { MAIN } from './support/built-service';
-import { startOpenAiServer, OpenAiServer, Reply } from './support/openai-server';
+import { promptTokens, startOpenAiServer, OpenAiServer, Reply } from './support/openai-server';
 import { startReceiver } from './support/otlp-receiver';
 import { TestIdp } from './support/oidc';
 import { Frame, memoryOf, parseFrames, postRun, runInput, runToFrames, shownText, uid } from './support/sse';
@@ -490,5 +490,61 @@ describe('token budgets per owner, and usage reports', () => {
     ]);
     const totals = owners.map((o) => o.totalTokens);
     expect(totals).toEqual([...totals].sort((a, b) => b - a));
+  });
+});
+
+describe('a long thread on a model with a small context window', () => {
+  const WINDOW = 3000;
+  let server: OpenAiServer;
+  let t: TestApp;
+  beforeAll(async () => {
+    server = await startOpenAiServer(() => ({ text: ['Still', ' here'] }), { contextWindow: WINDOW });
+    t = await startApp({
+      MODEL: 'openai/gpt-test',
+      OPENAI_BASE_URL: server.url,
+      OPENAI_API_KEY: 'test-key',
+      MODEL_CONTEXT_TOKENS: String(WINDOW),
+      // The model would see the whole thread: nothing but the context window trims it.
+      LAST_MESSAGES: '1000',
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+    await server.close();
+  });
+
+  /** 200 messages of about 60 tokens each: four times what the window holds. */
+  const longHistory = () =>
+    Array.from({ length: 200 }, (_, i) => ({
+      id: uid('msg'),
+      role: i % 2 ? 'assistant' : 'user',
+      content: `message ${i}: ${'lorem ipsum '.repeat(20)}`,
+    }));
+
+  it('answers a 200-message thread, then the next message on it, with the newest messages the model sees', async () => {
+    const first = storedRun('unused');
+    first.messages = [...longHistory(), { id: uid('msg'), role: 'user', content: 'What did I say last?' }];
+    const { frames } = await runToFrames(t.runUrl, first);
+    assertStreamRules(frames, first);
+    expect(terminal(frames)).toMatchObject({ type: 'RUN_FINISHED' });
+    expect(shownText(frames)).toBe('Still here');
+    const asked = server.requests.at(-1)!;
+    // The newest message is there, the oldest are not, and what was sent fits the window.
+    expect(JSON.stringify(asked.messages.at(-1))).toContain('What did I say last?');
+    expect(JSON.stringify(asked.messages)).not.toContain('message 0:');
+    expect(promptTokens(asked)).toBeLessThanOrEqual(WINDOW);
+
+    // The thread now stores 202 messages; the next run reads them all from storage and still fits.
+    const next = { ...storedRun('And now?'), threadId: first.threadId };
+    next.forwardedProps = { ...memoryOf(first.threadId) };
+    const again = await runToFrames(t.runUrl, next);
+    expect(terminal(again.frames)).toMatchObject({ type: 'RUN_FINISHED' });
+    expect(JSON.stringify(server.requests.at(-1)!.messages.at(-1))).toContain('And now?');
+    expect(promptTokens(server.requests.at(-1)!)).toBeLessThanOrEqual(WINDOW);
+  });
+
+  it('without fitting the same thread would not fit: the provider refuses it (the window is real)', () => {
+    const whole = { messages: longHistory().map((m) => ({ role: m.role, content: m.content })) };
+    expect(promptTokens(whole as never)).toBeGreaterThan(WINDOW);
   });
 });

@@ -21,4 +21,6 @@ export type AgentDefinition = {
   tools?: Array<Tool<any, any, any, any, any, any, any>>;
   /** What a run uses unless its forwardedProps say otherwise (within the configured ceilings). */
   defaults?: { maxSteps?: number; lastMessages?: number; modelSettings?: ModelSettings };
+  /** The model's context window in tokens (else `MODEL_CONTEXT_TOKENS`): a thread's history is fitted into it. */
+  contextTokens?: number;
 };

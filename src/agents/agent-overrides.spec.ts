@@ -36,6 +36,13 @@ describe('agent overrides', () => {
     expect(() => loadOverrides(['a'], file(content), {})).toThrow(message);
   });
 
+  it("takes an agent's context window from the file, and refuses one too small to hold a prompt", () => {
+    expect(loadOverrides(['a'], file('{"a": {"contextTokens": 16000}}'), {}).get('a')).toEqual({
+      contextTokens: 16000,
+    });
+    expect(() => loadOverrides(['a'], file('{"a": {"contextTokens": 10}}'), {})).toThrow(/contextTokens/);
+  });
+
   it('refuses a bad model id from the environment, naming the variable', () => {
     expect(() => loadOverrides(['a'], undefined, { AGENT_A_MODEL: 'nope' })).toThrow(/AGENT_A_MODEL/);
   });

@@ -8,6 +8,8 @@ const overrideSchema = z.strictObject({
     .regex(/^(scripted|[a-z0-9-]+\/\S+)$/, "must be 'scripted' or a provider/model id")
     .optional(),
   instructions: z.string().min(1).optional(),
+  /** The model's context window in tokens (AGENTS_CONFIG only). */
+  contextTokens: z.number().int().min(256).max(10_000_000).optional(),
 });
 const fileSchema = z.record(z.string(), overrideSchema);
 

@@ -30,6 +30,10 @@ export type RegisteredAgent = {
    * that resumes executes them.
    */
   approvalTools: ReadonlyMap<string, AnyTool>;
+  /** The model's context window in tokens: AGENTS_CONFIG, else the definition, else MODEL_CONTEXT_TOKENS. */
+  contextTokens: number;
+  /** The instructions the agent runs with (an override's, else the definition's). */
+  instructions: string;
 };
 
 /** Whether a tool is marked with Mastra's `requireApproval` (a flag; an approval function counts as always). */
@@ -102,7 +106,15 @@ export class AgentsService {
       const approvalTools = new Map(
         (definition.tools ?? []).filter(requiresApproval).map((tool) => [tool.id, tool] as const),
       );
-      this.agents.set(definition.id, { definition, agent, modelId, serverToolNames, approvalTools });
+      this.agents.set(definition.id, {
+        definition,
+        agent,
+        modelId,
+        serverToolNames,
+        approvalTools,
+        contextTokens: override?.contextTokens ?? definition.contextTokens ?? config.model.contextTokens,
+        instructions: override?.instructions ?? definition.instructions,
+      });
     }
     if (!this.agents.has(config.defaultAgentId)) {
       throw ConfigError.invalid([

@@ -37,6 +37,7 @@ const DEFAULTS: AppConfig = {
     backoffMs: 500,
     firstTokenTimeoutMs: 120_000,
     idleTimeoutMs: 60_000,
+    contextTokens: 128_000,
   },
   defaultAgentId: 'assistant',
   heartbeatMs: 15_000,
@@ -194,6 +195,7 @@ describe('loadConfig', () => {
           backoffMs: 500,
           firstTokenTimeoutMs: 120_000,
           idleTimeoutMs: 60_000,
+          contextTokens: 128_000,
         },
         defaultAgentId: 'helper_2',
         heartbeatMs: 5000,
@@ -353,6 +355,7 @@ describe('loadConfig', () => {
         backoffMs: 500,
         firstTokenTimeoutMs: 120_000,
         idleTimeoutMs: 60_000,
+        contextTokens: 128_000,
       });
     });
   });

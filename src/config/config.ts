@@ -183,6 +183,11 @@ export const VARIABLES = {
     at: 'model.idleTimeoutMs',
     doc: 'a provider stream silent for this long once it has begun fails with `MODEL_TIMEOUT` (`0`: no limit)',
   },
+  MODEL_CONTEXT_TOKENS: {
+    schema: int(256, 10_000_000).default(128_000),
+    at: 'model.contextTokens',
+    doc: "the model's context window in tokens: a thread's history is fitted into it, the newest messages kept (an agent's `contextTokens` in `AGENTS_CONFIG` wins)",
+  },
   TOKEN_BUDGET_PER_OWNER: {
     schema: int(0, Number.MAX_SAFE_INTEGER).optional(),
     at: 'budgets.tokens',

@@ -25,7 +25,11 @@ import { DATABASE_UNAVAILABLE, decideEnding, Ending, endRunSpan, StopReason, unr
 import { LeaseHolder, RunLeases } from './run-leases';
 import { ReportedResult, Stopped, Terminal } from './lifecycle-guard';
 import { PreparedRun } from './run-preparer';
+import { estimateTokens, fitToContext } from './context-window';
 import { generateTitle } from './thread-title';
+
+/** What a tool's declaration is reckoned to take of the prompt, in tokens. */
+const TOOL_TOKENS = 100;
 
 export type { PreparedRun };
 
@@ -190,7 +194,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   /** The run's agent call: its history (given up here), options and request context (with this run for its tools). */
   agentCall(): { messages: unknown; call: AgentCall } {
     const run = this.prepared;
-    const history = this.history;
+    const history = this.fittedHistory();
     this.history = [];
     const aliases = run.aliases;
     return {
@@ -215,6 +219,34 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
         signal: this.abort.signal,
       },
     };
+  }
+
+  /**
+   * The history fitted into the agent's context window, less what the rest of the prompt takes (the
+   * instructions, context entries, tools) and the answer's room; the log and the span say what was
+   * left out.
+   */
+  private fittedHistory(): StoredMessage[] {
+    const run = this.prepared;
+    const { contextTokens, instructions, serverToolNames } = run.agent;
+    const tools =
+      Object.keys(run.frontendTools).length + Object.keys(run.clientTools).length + serverToolNames.size;
+    const answer = run.modelSettings.maxOutputTokens ?? Math.min(4096, Math.floor(contextTokens / 4));
+    const budget =
+      contextTokens -
+      answer -
+      estimateTokens(instructions) -
+      estimateTokens(run.context) -
+      TOOL_TOKENS * tools;
+    const fitted = fitToContext(this.history, budget);
+    if (fitted.dropped) {
+      this.deps.log.log(
+        `run ${run.runId}: history trimmed to fit the context window: ${fitted.dropped} of ${this.history.length} messages (about ${fitted.droppedTokens} tokens) left out`,
+      );
+      this.span?.setAttribute('io_bridge.history.trimmed_messages', fitted.dropped);
+      this.span?.setAttribute('io_bridge.history.trimmed_tokens', fitted.droppedTokens);
+    }
+    return fitted.messages;
   }
 
   /** `source` subscribed with the run's span current: model and tool calls nest under it. */
