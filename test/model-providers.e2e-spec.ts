@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { db, endedRunRow, runRow, startApp, TestApp } from './support/app';
+import { db, endedRunRow, eventually, runRow, startApp, TestApp } from './support/app';
 import { MAIN } from './support/built-service';
 import { promptTokens, startOpenAiServer, OpenAiServer, Reply } from './support/openai-server';
 import { startReceiver } from './support/otlp-receiver';
@@ -217,6 +217,29 @@ describe('a provider speaking OpenAI chat completions: usage, retries, error cod
     const calls = `io_bridge_model_call_duration_seconds_count{${LABELS},outcome="ok"}`;
     expect(metric(after, firstToken)).toBe(metric(before, firstToken) + 1);
     expect(metric(after, calls)).toBe(metric(before, calls) + 1);
+  });
+  it("counts the thread title's call like the run's: the run's usage and budget tokens grow, and the metric", async () => {
+    const before = await scrape(t);
+    server.enqueue({ text: ['Lyon', ' is', ' lovely'], usage: { prompt: 17, completion: 5 } });
+    server.enqueue({ text: ['Trip to Lyon'], usage: { prompt: 9, completion: 3 } });
+    const input = storedRun('please plan a trip to Lyon', {
+      forwardedProps: { memoryOptions: { generateTitle: true } },
+    });
+    const { frames } = await runToFrames(t.runUrl, input);
+    expect(terminal(frames)).toMatchObject({ type: 'RUN_FINISHED' });
+    const row = await eventually(async () => {
+      const r = await db((c) => c.query('SELECT usage, tokens FROM runs WHERE id = $1', [input.runId]));
+      return Number(r.rows[0]?.tokens) === 34 ? r.rows[0] : undefined;
+    });
+    expect(row.usage).toEqual([
+      { provider: 'openai', model: 'gpt-test', inputTokens: 26, outputTokens: 8, totalTokens: 34 },
+    ]);
+    const title = await db((c) => c.query('SELECT title FROM threads WHERE id = $1', [input.threadId]));
+    expect(title.rows[0].title).toBe('Trip to Lyon');
+    const after = await scrape(t);
+    expect(metric(after, `io_bridge_model_tokens_total{${LABELS},kind="input"}`)).toBe(
+      metric(before, `io_bridge_model_tokens_total{${LABELS},kind="input"}`) + 26,
+    );
   });
 });
 

@@ -275,7 +275,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     if (!TERMINAL_TYPES.has(event.type)) return;
     this.terminalShown = true;
     if (this.titleWanted && event.type === 'RUN_FINISHED')
-      void generateTitle(this.prepared, this.deps.conversations, this.deps.log);
+      void generateTitle(this.prepared, this.deps.conversations, this.deps.log, this.usage);
   }
 
   reportResult(toolCallId: string, content: unknown): void {

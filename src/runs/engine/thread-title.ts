@@ -1,31 +1,55 @@
 import type { Logger } from '@nestjs/common';
+import { RequestContext } from '@mastra/core/request-context';
 import { TITLE_PROMPT } from '../../agents/prompts';
+import { RUN_CONTEXT_KEY } from '../../agents/tools/run-tools';
+import { addUsage, TokenUsage, tokensOf } from '../../protocol/usage';
 import type { ConversationStore } from '../storage/conversation.store';
 import type { PreparedRun } from './run-preparer';
 
-/** memoryOptions.generateTitle: the agent's model names the thread, after the run, off the stream's path. */
+/** How long the title may take; past it the call is abandoned (the thread keeps no title). */
+const TITLE_TIMEOUT_MS = 60_000;
+
+/**
+ * memoryOptions.generateTitle: the agent's model names the thread, after the run, off the stream's
+ * path. The call's tokens count like the run's own: in the model metrics, and added to the run's
+ * record (`usage`, and the tokens its owner's budget counts). `usage` is the run's own, as recorded.
+ */
 export async function generateTitle(
   run: PreparedRun,
   conversations: ConversationStore,
   log: Logger,
+  usage: readonly TokenUsage[] | undefined,
 ): Promise<void> {
   const text = run.titleSource ?? '';
   if (!text) return;
+  const title: TokenUsage[] = [];
+  // The model's wrapper makes the call as a run's (metrics, timeouts) when the context holds one.
+  const requestContext = new RequestContext();
+  requestContext.set(RUN_CONTEXT_KEY, {
+    signal: AbortSignal.timeout(TITLE_TIMEOUT_MS),
+    modelRetries: undefined,
+    recordUsage: (u: TokenUsage) => addUsage(title, u),
+  });
   try {
     const output = await run.agent.agent.stream(
       [{ role: 'user', content: `${TITLE_PROMPT}${text.slice(0, 2000)}` }],
-      {
-        maxSteps: 1,
-        modelSettings: { maxOutputTokens: 32 },
-      },
+      { maxSteps: 1, modelSettings: { maxOutputTokens: 32, maxRetries: 0 }, requestContext },
     );
-    const title = (await output.text)
+    const name = (await output.text)
       .trim()
       .replace(/^["']|["']$/g, '')
       .split('\n')[0]
       .slice(0, 80);
-    if (title) await conversations.setTitleIfNone(run.threadId, run.principal.resourceId, title);
+    if (name) await conversations.setTitleIfNone(run.threadId, run.principal.resourceId, name);
   } catch (err) {
     log.warn(`run ${run.runId}: title generation failed: ${(err as Error).message}`);
+  }
+  if (!title.length) return;
+  const total = (usage ?? []).map((u) => ({ ...u }));
+  for (const u of title) addUsage(total, u);
+  try {
+    await conversations.addUsage(run.runId, run.principal.resourceId, total, tokensOf(title));
+  } catch (err) {
+    log.warn(`run ${run.runId}: recording the title's usage failed: ${(err as Error).message}`);
   }
 }

@@ -6,7 +6,7 @@ import { isUniqueViolation } from '../../database/database-errors';
 import { queryPrepared } from '../../database/prepared';
 import { StoredMessage } from '../../threads/message-format';
 import { ThreadsRepository } from '../../threads/threads.repository';
-import { tokensOf } from '../../protocol/usage';
+import { TokenUsage, tokensOf } from '../../protocol/usage';
 import { ACTIVE, unindexed } from './run.entity';
 import { RunEnd, RunsRepository } from './runs.repository';
 
@@ -206,6 +206,14 @@ export class ConversationStore {
       stateless: claimed.body === true,
       ...(budget ? { budget } : {}),
     };
+  }
+
+  /** A call made for the run after its end (the thread's title): the run's usage, and the tokens its budget counts, grow. */
+  async addUsage(runId: string, resourceId: string, usage: TokenUsage[], tokens: number): Promise<void> {
+    await this.db.query(
+      `UPDATE runs SET usage = $3::jsonb, tokens = tokens + $4 WHERE id = $1 AND ${unindexed('resource_id = $2')}`,
+      [runId, resourceId, JSON.stringify(usage), tokens],
+    );
   }
 
   setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
