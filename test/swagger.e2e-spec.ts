@@ -741,7 +741,9 @@ describe('Swagger sign-in with AUTH_MODE=jwt: OIDC authorization code with PKCE'
     // The provider's page opens in a popup and sends it back to Swagger UI's redirect page with a code.
     const popup = page.waitForEvent('popup');
     await oidc.getByRole('button', { name: 'Apply given OAuth2 credentials' }).click();
-    await (await popup).waitForEvent('close', { timeout: 15_000 });
+    // The popup may be done (and closed) before its close event is awaited: check first, then wait.
+    const signIn = await popup;
+    if (!signIn.isClosed()) await signIn.waitForEvent('close', { timeout: 15_000 });
     await oidc.locator('button', { hasText: 'Logout' }).waitFor({ timeout: 15_000 });
     expect(idp.signIns).toEqual([
       {
