@@ -1,7 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import { RequestContext } from '@mastra/core/request-context';
 import { TITLE_PROMPT } from '../../agents/prompts';
-import { RUN_CONTEXT_KEY } from '../../agents/tools/run-tools';
+import type { ModelCallObserver } from '../../agents/model-calls';
+import { RUN_CONTEXT_KEY, RunToolContext } from '../../agents/tools/run-tools';
 import { addUsage, TokenUsage, tokensOf } from '../../protocol/usage';
 import type { ConversationStore } from '../storage/conversation.store';
 import type { PreparedRun } from './run-preparer';
@@ -25,11 +26,15 @@ export async function generateTitle(
   const title: TokenUsage[] = [];
   // The model's wrapper makes the call as a run's (metrics, timeouts) when the context holds one.
   const requestContext = new RequestContext();
-  requestContext.set(RUN_CONTEXT_KEY, {
+  const context: RunToolContext & ModelCallObserver = {
     signal: AbortSignal.timeout(TITLE_TIMEOUT_MS),
     modelRetries: undefined,
-    recordUsage: (u: TokenUsage) => addUsage(title, u),
-  });
+    recordUsage: (u) => addUsage(title, u),
+    // A server tool the model might call here reports to nobody; no frontend answers a title call.
+    reportResult: () => undefined,
+    waitForFrontendResult: () => Promise.reject(new Error('No frontend answers a title call')),
+  };
+  requestContext.set(RUN_CONTEXT_KEY, context);
   try {
     const output = await run.agent.agent.stream(
       [{ role: 'user', content: `${TITLE_PROMPT}${text.slice(0, 2000)}` }],
