@@ -226,11 +226,6 @@ export class SseWriter implements FrameSink {
       }
       return;
     }
-    if (now - this.lastWriteAt < heartbeatMs) return;
-    this.lastWriteAt = now;
-    if (!this.raw.write(PING)) {
-      this.waitingForDrain = true;
-      this.stalledSince ||= now;
-    }
+    if (now - this.lastWriteAt >= heartbeatMs) this.write(PING);
   }
 }
