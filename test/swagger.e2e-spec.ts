@@ -45,6 +45,13 @@ const ROUTES: Array<{
   },
   { method: 'get', path: '/runs/{runId}', tag: 'runs', ok: '200', okRef: 'RunView', errors: ['404'] },
   { method: 'get', path: '/runs/{runId}/events', tag: 'runs', ok: '200', errors: ['400', '404', '410'] },
+  {
+    method: 'get',
+    path: '/threads/{threadId}/events',
+    tag: 'threads',
+    ok: '200',
+    errors: ['400', '404', '429'],
+  },
   { method: 'get', path: '/agents', tag: 'agents', ok: '200', okRef: 'AgentsList', errors: [] },
   { method: 'get', path: '/agents/{agentId}', tag: 'agents', ok: '200', okRef: 'AgentView', errors: ['404'] },
   {

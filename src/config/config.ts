@@ -313,12 +313,12 @@ export const VARIABLES = {
   MAX_READERS_PER_OWNER: {
     schema: int(1, 1_000_000).default(20),
     at: 'fairShare.readersPerOwner',
-    doc: "an owner's open `GET /runs/:runId/events` streams, per instance (429 `TOO_MANY_READERS`); with `AUTH_MODE=none` also per client address",
+    doc: "an owner's open `GET /runs/:runId/events` and `GET /threads/:threadId/events` streams, per instance (429 `TOO_MANY_READERS`); with `AUTH_MODE=none` also per client address",
   },
   MAX_READERS_PER_RUN: {
     schema: int(1, 1_000_000).default(10),
     at: 'fairShare.readersPerRun',
-    doc: 'open `GET /runs/:runId/events` streams of one run, per instance (429 `TOO_MANY_READERS`)',
+    doc: 'open `GET /runs/:runId/events` streams of one run, or `GET /threads/:threadId/events` streams of one thread, per instance (429 `TOO_MANY_READERS`)',
   },
   LAST_MESSAGES: {
     schema: int(0, 10_000).default(40),

@@ -170,6 +170,9 @@ const sse = (events: object[]) =>
     )
     .join('');
 
+/** A run's frames as a thread's stream numbers them: `id: <run>:<seq>`. */
+const threadStream = (frames: string, run: number) => frames.replace(/^id: /gm, `id: ${run}:`);
+
 const uiMessages = {
   messages: [
     {
@@ -368,6 +371,15 @@ export function operationExamples(): Record<string, OperationExamples> {
         '200': one(
           'The events after id 5, then the live ones',
           sse(STREAM).split('\n\n').slice(5).join('\n\n'),
+        ),
+      },
+    },
+    ThreadEventsController_events: {
+      params: { threadId: THREAD, after: '2:5', 'Last-Event-ID': '2:5' },
+      responses: {
+        '200': one(
+          "After id 2:5: the rest of the thread's second run, then each later run as it starts",
+          threadStream(sse(STREAM).split('\n\n').slice(5).join('\n\n'), 2) + threadStream(sse(STREAM), 3),
         ),
       },
     },

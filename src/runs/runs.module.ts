@@ -9,9 +9,11 @@ import { MastraRunner } from './engine/mastra-runner';
 import { RunLeases } from './engine/run-leases';
 import { RunPreparer } from './engine/run-preparer';
 import { RunsController } from './runs.controller';
+import { ThreadEventsController } from './thread-events.controller';
 import { RunsService } from './runs.service';
 import { FrontendToolBroker } from './tools/frontend-tools.broker';
 import { RunStreams } from './stream/run-streams.service';
+import { ThreadStreams } from './stream/thread-streams.service';
 import { ConversationStore } from './storage/conversation.store';
 import { InterruptsRepository } from './storage/interrupts.repository';
 import { RunEventsRepository } from './storage/run-events.repository';
@@ -21,7 +23,7 @@ import { ToolCallsRepository } from './storage/tool-calls.repository';
 
 @Module({
   imports: [AgentsModule, ThreadsModule, TypeOrmModule.forFeature([Run])],
-  controllers: [RunsController],
+  controllers: [RunsController, ThreadEventsController],
   exports: [GracefulShutdown],
   providers: [
     GracefulShutdown,
@@ -32,6 +34,7 @@ import { ToolCallsRepository } from './storage/tool-calls.repository';
     FrontendToolBroker,
     RunLeases,
     RunStreams,
+    ThreadStreams,
     RunsRepository,
     ConversationStore,
     RunEventsRepository,

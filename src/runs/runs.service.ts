@@ -45,6 +45,8 @@ export type StartedRun = {
   disconnectGraceMs: number;
   /** Stops the run as its client having left (RUN_ERROR CANCELLED still goes to the events). */
   abandon: () => void;
+  /** Not part of a stored thread (no memory named): no thread stream shows it. */
+  stateless: boolean;
 };
 
 /** Starts runs: refuses what can be refused before streaming, records the run, returns its events. */
@@ -176,7 +178,7 @@ export class RunsService {
     const abandon = () => {
       if (execution.started && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
     };
-    return { events$, disconnectGraceMs: prepared.disconnectGraceMs, abandon };
+    return { events$, disconnectGraceMs: prepared.disconnectGraceMs, abandon, stateless: claimed.stateless };
   }
 
   /**

@@ -44,6 +44,31 @@ export class RunsRepository {
   }
 
   /**
+   * The `ordinal`-th run of a stored thread (counted from 1, in the order they started): the runs a
+   * thread's stream numbers. Stateless runs that only share the thread's id are not the thread's.
+   */
+  async nthOfThread(threadId: string, resourceId: string, ordinal: number): Promise<Run | null> {
+    const [run] = await this.runs.find({
+      where: { threadId, resourceId, stateless: false },
+      order: { startedAt: 'ASC', id: 'ASC' },
+      skip: ordinal - 1,
+      take: 1,
+    });
+    return run ?? null;
+  }
+
+  /** How many runs a stored thread has had, and whether its latest is still active. */
+  async latestOfThread(threadId: string, resourceId: string): Promise<{ count: number; active: boolean }> {
+    const rows: Array<{ count: number; active: boolean }> = await this.runs.query(
+      `SELECT count(*) OVER ()::int AS count, ${ACTIVE} AS active FROM runs
+        WHERE thread_id = $1 AND resource_id = $2 AND NOT stateless
+        ORDER BY started_at DESC, id DESC LIMIT 1`,
+      [threadId, resourceId],
+    );
+    return rows[0] ?? { count: 0, active: false };
+  }
+
+  /**
    * Extends the leases of the runs this instance holds; returns those still active. A run missing
    * from the answer was ended elsewhere (its lease lapsed and another instance reaped it).
    */

@@ -144,6 +144,12 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   async join(runId: string, principal: Principal, after: number): Promise<Join | undefined> {
     const run = await this.runs.findOne(runId, idScope(principal, 'read'));
     if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
+    return this.joinRun(run, after);
+  }
+
+  /** {@link join} of a run the caller may read (a thread's stream goes from one run to the next). */
+  async joinRun(run: Run, after: number): Promise<Join | undefined> {
+    const runId = run.id;
     const local = this.logs.get(runId);
     if (local?.complete && after >= local.seq) return undefined;
     if (!local && !isActiveStatus(run.status)) {
