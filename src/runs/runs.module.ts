@@ -7,6 +7,8 @@ import { GracefulShutdown } from './graceful-shutdown';
 import { LiveRuns } from './engine/live-runs';
 import { MastraRunner } from './engine/mastra-runner';
 import { RunLeases } from './engine/run-leases';
+import { BusyThreads } from './engine/busy-threads';
+import { RunQueueRepository } from './storage/run-queue.repository';
 import { RunPreparer } from './engine/run-preparer';
 import { RunsController } from './runs.controller';
 import { ThreadEventsController } from './thread-events.controller';
@@ -33,6 +35,8 @@ import { ToolCallsRepository } from './storage/tool-calls.repository';
     LiveRuns,
     FrontendToolBroker,
     RunLeases,
+    BusyThreads,
+    RunQueueRepository,
     RunStreams,
     ThreadStreams,
     RunsRepository,

@@ -22,6 +22,7 @@ import { guardLifecycle } from './engine/lifecycle-guard';
 import { PreparedRun, RunPreparer } from './engine/run-preparer';
 import { Claimed, ClaimRun, ConversationStore } from './storage/conversation.store';
 import { RunLeases } from './engine/run-leases';
+import { BusyThreads } from './engine/busy-threads';
 import { RunsRepository } from './storage/runs.repository';
 import { ToolCallsRepository } from './storage/tool-calls.repository';
 import { AnsweredInterrupt, InterruptsRepository } from './storage/interrupts.repository';
@@ -71,6 +72,7 @@ export class RunsService {
     private readonly metrics: Metrics,
     private readonly shares: FairShares,
     private readonly interrupts: InterruptsRepository,
+    private readonly busyThreads: BusyThreads,
   ) {
     this.budget = { tokens: config.budgets.tokens ?? null, windowMs: config.budgets.windowMs };
     this.deps = {
@@ -134,7 +136,7 @@ export class RunsService {
     share: () => void,
     clientGone?: AbortSignal,
   ): Promise<StartedRun | undefined> {
-    const claimed = await this.claimWaiting({
+    const claimed = await this.claimWaiting(prepared, clientGone, {
       threadId: input.threadId,
       runId: input.runId,
       resourceId: principal.resourceId,
@@ -184,13 +186,25 @@ export class RunsService {
   /**
    * The claim; a busy thread whose run here is ending (its client just left) is claimed once it
    * ended. The end of a run elsewhere, or one that ended here a moment ago, is in flight: tried once
-   * more after a moment.
+   * more after a moment. A request that asked to wait (`ifBusy` enqueue or interrupt) waits its turn.
    */
-  private async claimWaiting(claim: ClaimRun): Promise<Claimed> {
+  private async claimWaiting(
+    prepared: PreparedRun,
+    clientGone: AbortSignal | undefined,
+    claim: ClaimRun,
+  ): Promise<Claimed> {
     try {
       return await this.conversations.claim(claim);
     } catch (err) {
       if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
+      if (prepared.ifBusy !== 'reject') {
+        return this.busyThreads.claimWhenFree(
+          prepared,
+          prepared.ifBusy,
+          () => this.conversations.claim(claim),
+          clientGone,
+        );
+      }
       if (!(await this.live.ended(claim.threadId, BUSY_THREAD_WAIT_MS)))
         await new Promise((resolve) => setTimeout(resolve, BUSY_THREAD_RETRY_MS));
       return this.conversations.claim(claim);
