@@ -57,8 +57,9 @@ describe('a run for a busy thread (forwardedProps.ifBusy)', () => {
 
   it('reject (the default, or named) is a 409 THREAD_BUSY at once; an unknown policy a 400', async () => {
     const threadId = uid('reject');
-    const active = await openRun(`${a.base}/run`, turn(threadId, '/slow 300 a b c d e f'));
-    await active.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
+    const first = turn(threadId, '/slow 60000 a b c');
+    const active = await openRun(`${a.base}/run`, first);
+    await active.waitFor((e) => e.type === 'RUN_STARTED');
     for (const [t, props] of [
       [a, {}],
       [b, { ifBusy: 'reject' }],
@@ -75,14 +76,16 @@ describe('a run for a busy thread (forwardedProps.ifBusy)', () => {
       body: { code: 'VALIDATION_FAILED', details: [{ path: 'forwardedProps.ifBusy' }] },
     });
     expect(await queued(threadId)).toEqual([]);
+    expect((await cancel(a, first.runId)).status).toBe(202);
     await active.done;
   }, 30_000);
 
   it('enqueue: requests on either instance wait and start in order, each once the run before it ended; one that leaves gives its place up', async () => {
     const threadId = uid('enqueue');
-    const first = turn(threadId, '/slow 150 one two three four five six');
+    // Answering until cancelled: the requests below queue up behind it whatever the machine's pace.
+    const first = turn(threadId, '/slow 60000 a b c');
     const active = await openRun(`${a.base}/run`, first);
-    await active.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
+    await active.waitFor((e) => e.type === 'RUN_STARTED');
     const second = turn(threadId, '/slow 20 second in line', { ifBusy: 'enqueue' });
     const third = turn(threadId, 'third in line', { ifBusy: 'enqueue' });
     const leaving = turn(threadId, 'never mind', { ifBusy: 'enqueue' });
@@ -95,13 +98,14 @@ describe('a run for a busy thread (forwardedProps.ifBusy)', () => {
     expect(await queued(threadId)).toEqual([second.runId, leaving.runId, third.runId]);
     leavingReq.leave();
     await eventually(async () => ((await queued(threadId)).length === 2 ? true : undefined));
+    expect((await cancel(b, first.runId)).status).toBe(202);
 
     const [firstFrames, secondRun, thirdRun] = await Promise.all([
       active.done,
       secondReq.answer,
       thirdReq.answer,
     ]);
-    expect(firstFrames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(firstFrames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'CANCELLED' });
     for (const [run, input] of [
       [secondRun, second],
       [thirdRun, third],
@@ -114,7 +118,7 @@ describe('a run for a busy thread (forwardedProps.ifBusy)', () => {
     const recorded = await times([first.runId, second.runId, third.runId, leaving.runId]);
     expect(recorded.has(leaving.runId)).toBe(false);
     const [r1, r2, r3] = [first, second, third].map((i) => recorded.get(i.runId)!);
-    expect([r1.status, r2.status, r3.status]).toEqual(['finished', 'finished', 'finished']);
+    expect([r1.status, r2.status, r3.status]).toEqual(['cancelled', 'finished', 'finished']);
     expect(r2.started_at.getTime()).toBeGreaterThanOrEqual(r1.finished_at!.getTime());
     expect(r3.started_at.getTime()).toBeGreaterThanOrEqual(r2.finished_at!.getTime());
     expect(await queued(threadId)).toEqual([]);

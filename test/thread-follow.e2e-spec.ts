@@ -130,7 +130,8 @@ describe('following a thread (GET /threads/:threadId/events)', () => {
 
   it('a second tab, on this instance and on another, sees the first tab’s run from RUN_STARTED to its end, then the next run, and stays open', async () => {
     const threadId = uid('followed');
-    const first = turn(threadId, WORDS);
+    // Slow enough to be joined mid-run on a loaded machine.
+    const first = turn(threadId, WORDS, 250);
     const tab1 = await openRun(`${a.base}/run`, first);
     await tab1.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
     // Joined mid-run: the active run from its first event.
