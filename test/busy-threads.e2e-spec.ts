@@ -124,6 +124,37 @@ describe('a run for a busy thread (forwardedProps.ifBusy)', () => {
     expect(await queued(threadId)).toEqual([]);
   }, 60_000);
 
+  it('a request for a free thread never goes before the requests waiting for it: reject is a 409, enqueue waits behind them', async () => {
+    const threadId = uid('no-jumping');
+    await (
+      await openRun(`${a.base}/run`, turn(threadId, 'hello'))
+    ).done;
+    // A request waiting on some replica, whose turn has not come yet (the thread just became free).
+    await db((c) =>
+      c.query(
+        `INSERT INTO run_queue (thread_id, run_id, urgent, expires_at)
+         VALUES ($1, 'waiting-elsewhere', false, now() + interval '1 minute')`,
+        [threadId],
+      ),
+    );
+    const rejected = await postRun(`${b.base}/run`, turn(threadId, 'me first'));
+    expect({ status: rejected.status, body: await rejected.json() }).toMatchObject({
+      status: 409,
+      body: { code: 'THREAD_BUSY' },
+    });
+    const patient = turn(threadId, 'after you', { ifBusy: 'enqueue' });
+    const patientReq = waiting(`${a.base}/run`, patient);
+    await eventually(async () => ((await queued(threadId)).length === 2 ? true : undefined));
+    expect(await queued(threadId)).toEqual(['waiting-elsewhere', patient.runId]);
+    expect(await runRow(patient.runId)).toBeUndefined();
+    // The request before it leaves the queue: this one's turn.
+    await db((c) => c.query(`DELETE FROM run_queue WHERE run_id = 'waiting-elsewhere'`));
+    const run = await patientReq.answer;
+    expect(run.res.status).toBe(200);
+    expect((await run.done).at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(await queued(threadId)).toEqual([]);
+  }, 30_000);
+
   it('interrupt: the active run on the other instance ends RUN_ERROR CANCELLED, and this one starts as soon as the thread is free', async () => {
     const threadId = uid('interrupt');
     const first = turn(threadId, '/slow 60000 a b c');

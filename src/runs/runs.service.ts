@@ -201,7 +201,7 @@ export class RunsService {
         return this.busyThreads.claimWhenFree(
           prepared,
           prepared.ifBusy,
-          () => this.conversations.claim(claim),
+          (queueTicket) => this.conversations.claim({ ...claim, queueTicket }),
           clientGone,
         );
       }

@@ -46,13 +46,14 @@ export class BusyThreads implements OnModuleInit {
   }
 
   /**
-   * Waits for the thread by `policy` and claims it with `claim` once free and first; `gone` aborts
+   * Waits for the thread by `policy` and claims it with `claim` (given its place, which the claim
+   * checks no other place is before) once free and first; `gone` aborts
    * when the client leaves. Throws THREAD_BUSY past RUN_QUEUE_WAIT_MS.
    */
   async claimWhenFree<T>(
     run: { threadId: string; runId: string },
     policy: Exclude<IfBusy, 'reject'>,
-    claim: () => Promise<T>,
+    claim: (ticket: string) => Promise<T>,
     gone?: AbortSignal,
   ): Promise<T> {
     const { threadId } = run;
@@ -67,7 +68,7 @@ export class BusyThreads implements OnModuleInit {
         const place = await this.queue.look(ticket, threadId, PLACE_TTL_MS);
         if (place.first && (!place.active || place.lapsed)) {
           try {
-            return await claim();
+            return await claim(ticket);
           } catch (err) {
             // Another request took the thread first (one that did not wait): wait for its run.
             if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;

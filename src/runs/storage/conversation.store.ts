@@ -29,6 +29,8 @@ export type ClaimRun = {
   memory: boolean;
   /** The configured token budget per owner (TOKEN_BUDGET_PER_OWNER; null: none) and its window, unless the owner has one of its own. */
   budget?: { tokens: number | null; windowMs: number };
+  /** The request's place in the thread's queue (`run_queue`), when it waited: only places before it hold it back. */
+  queueTicket?: string;
 };
 
 /** An owner's token budget at a claim: its size, and what its ended runs spent in the window. */
@@ -72,7 +74,8 @@ export class ConversationStore {
    * Claims the run, in one statement (one round trip, one commit): the owner's thread is touched, or
    * created when the run names memory (then another owner's thread is a 404, as if missing; without
    * memory such a thread is as missing and the run is stateless), the run is recorded with its lease
-   * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed), and the incoming
+   * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed; THREAD_BUSY too while
+   * requests wait for the thread before this one, `run_queue`), and the incoming
    * messages the thread does not store yet are appended (unless read-only). Returns what the model
    * sees: the stored history (its last `lastMessages`) followed by those new messages; a stateless
    * run sees only its own messages.
@@ -111,7 +114,7 @@ export class ConversationStore {
 
   private async claimOnce(run: ClaimRun): Promise<Claimed> {
     let rows: Array<{
-      kind: 'q' | 'r' | 'h' | 's';
+      kind: 'q' | 'r' | 'h' | 's' | 'b';
       body: StoredMessage | string | boolean | { tokens: string; spent: string; retryMs: number | null };
     }>;
     try {
@@ -131,6 +134,12 @@ export class ConversationStore {
             WHERE b.tokens IS NOT NULL
             GROUP BY b.tokens, b.span),
          over AS (SELECT 1 FROM quota WHERE spent >= tokens),
+         -- Requests waiting for the thread (ifBusy) before this one: it does not jump the queue.
+         ahead AS (
+           SELECT 1 FROM run_queue q LEFT JOIN run_queue mine ON mine.ticket = $14::bigint
+            WHERE q.thread_id = $1 AND q.expires_at >= now() AND q.ticket IS DISTINCT FROM $14::bigint
+              AND (mine.ticket IS NULL OR q.urgent > mine.urgent OR (q.urgent = mine.urgent AND q.ticket < mine.ticket))
+            LIMIT 1),
          thread AS (
            INSERT INTO threads (id, resource_id, agent_id, title)
            SELECT $1, $2, $3, $4
@@ -144,6 +153,7 @@ export class ConversationStore {
            INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless)
            SELECT $5, $1, $2, $3, 'running', now() + $6 * interval '1 millisecond', NOT EXISTS (SELECT 1 FROM thread)
             WHERE (EXISTS (SELECT 1 FROM thread) OR NOT $11::boolean) AND NOT EXISTS (SELECT 1 FROM over)
+              AND NOT (EXISTS (SELECT 1 FROM thread) AND EXISTS (SELECT 1 FROM ahead))
            RETURNING id, stateless),
          stored AS (
            SELECT m.id FROM messages m
@@ -166,6 +176,7 @@ export class ConversationStore {
          UNION ALL SELECT 'r', to_jsonb(stateless), NULL FROM run
          UNION ALL SELECT 'h', body, position FROM history
          UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
+         UNION ALL SELECT 'b', 'true'::jsonb, NULL FROM ahead WHERE EXISTS (SELECT 1 FROM thread)
          ORDER BY kind, position`,
         [
           run.threadId,
@@ -181,6 +192,7 @@ export class ConversationStore {
           run.memory,
           run.budget?.tokens ?? null,
           run.budget?.windowMs ?? 86_400_000,
+          run.queueTicket ?? null,
         ],
       );
     } catch (err) {
@@ -197,6 +209,8 @@ export class ConversationStore {
         Math.max(1, Math.ceil((quota?.retryMs ?? 1000) / 1000)),
       );
     }
+    if (rows.some((r) => r.kind === 'b'))
+      throw new DomainError('THREAD_BUSY', `Thread '${run.threadId}' has runs waiting for it`);
     const claimed = rows.find((r) => r.kind === 'r');
     if (!claimed) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
     const history = rows.filter((r) => r.kind === 'h').map((r) => r.body as StoredMessage);
