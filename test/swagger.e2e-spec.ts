@@ -324,7 +324,7 @@ describe('OpenAPI document at /docs-json', () => {
     const bodies = (method: string, path: string): Record<string, Json> =>
       op(method, `${P}${path}`).requestBody.content['application/json'].examples;
     const runs = bodies('post', '/run');
-    expect(Object.keys(runs)).toEqual(['chat', 'serverTool', 'frontendTool', 'memory', 'approval']);
+    expect(Object.keys(runs)).toEqual(['chat', 'serverTool', 'frontendTool', 'memory', 'queued', 'approval']);
     for (const [name, { value }] of Object.entries(runs)) {
       expect({ name, threadId: value.threadId, runId: value.runId }).toEqual({
         name,
@@ -339,6 +339,7 @@ describe('OpenAPI document at /docs-json', () => {
     });
     expect(runs.frontendTool.value.context).toHaveLength(1);
     expect(runs.memory.value.forwardedProps.memory).toMatchObject({ thread: runs.memory.value.threadId });
+    expect(runs.queued.value.forwardedProps.ifBusy).toBe('enqueue');
     expect(runs.approval.value.resume[0]).toMatchObject({ status: 'resolved', payload: { approved: true } });
     expect(bodies('post', '/threads').thread.value.id).toMatch(UUID);
     expect(Object.keys(bodies('post', '/runs/{runId}/tool-calls/{toolCallId}/result'))).toEqual([

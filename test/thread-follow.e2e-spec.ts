@@ -1,4 +1,10 @@
-import { verifyEvents, type BaseEvent } from '@ag-ui/client';
+import {
+  HttpAgent,
+  runHttpRequest,
+  transformHttpEventStream,
+  verifyEvents,
+  type BaseEvent,
+} from '@ag-ui/client';
 import { from } from 'rxjs';
 import { eventually } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
@@ -130,7 +136,8 @@ describe('following a thread (GET /threads/:threadId/events)', () => {
 
   it('a second tab, on this instance and on another, sees the first tab’s run from RUN_STARTED to its end, then the next run, and stays open', async () => {
     const threadId = uid('followed');
-    const first = turn(threadId, WORDS);
+    // Slow enough to be joined mid-run on a loaded machine.
+    const first = turn(threadId, WORDS, 250);
     const tab1 = await openRun(`${a.base}/run`, first);
     await tab1.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
     // Joined mid-run: the active run from its first event.
@@ -259,5 +266,50 @@ describe('following a thread (GET /threads/:threadId/events)', () => {
       return undefined;
     });
     streams.push(again);
+  }, 30_000);
+
+  it('@ag-ui/client 1.0: an HttpAgent whose connect() reads the thread stream rebuilds the answers of every run, live', async () => {
+    const threadId = uid('agent');
+    /** Stock HttpAgent posts runs only; connectAgent() reads whatever connect() returns, here the thread. */
+    let opened: () => void = () => undefined;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    class ThreadFollower extends HttpAgent {
+      protected override connect() {
+        return transformHttpEventStream(
+          runHttpRequest(async () => {
+            const res = await fetch(this.url, {
+              headers: { accept: 'text/event-stream' },
+              signal: this.abortController.signal,
+            });
+            opened();
+            return res;
+          }),
+        );
+      }
+    }
+    const follower = new ThreadFollower({
+      url: `${b.base}/threads/${encodeURIComponent(threadId)}/events`,
+      threadId,
+    });
+    const answers = () => follower.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+    await (
+      await openRun(`${a.base}/run`, turn(threadId, 'hello', 1))
+    ).done;
+    const errors: unknown[] = [];
+    const connected = follower.connectAgent({}, { onRunErrorEvent: ({ event }) => void errors.push(event) });
+    // Joined between runs (the headers come once the stream knows where it starts): it gets the next two.
+    await open;
+    await (
+      await openRun(`${a.base}/run`, turn(threadId, 'first question'))
+    ).done;
+    await (
+      await openRun(`${b.base}/run`, turn(threadId, 'second question'))
+    ).done;
+    await eventually(() => Promise.resolve(answers().length === 2 || undefined), 15_000);
+    expect(answers()).toEqual(['You said: first question', 'You said: second question']);
+    expect(errors).toEqual([]);
+    // The client closes the stream (it reports its own abort as a RUN_ERROR of code `abort`).
+    follower.abortRun();
+    await connected;
   }, 30_000);
 });

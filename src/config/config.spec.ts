@@ -59,6 +59,7 @@ const DEFAULTS: AppConfig = {
   approvalTtlMs: 86_400_000,
   runLeaseMs: 20_000,
   runMaxAttempts: 3,
+  runQueueWaitMs: 60_000,
   lastMessages: 40,
   runEvents: { retentionMs: 900_000, maxQueuedBytes: 1024 * 1024, writeTimeoutMs: 30_000 },
   disconnectGrace: { defaultMs: 0, maxMs: 600_000 },
@@ -214,6 +215,7 @@ describe('loadConfig', () => {
         approvalTtlMs: 60_000,
         runLeaseMs: 300,
         runMaxAttempts: 3,
+        runQueueWaitMs: 60_000,
         lastMessages: 7,
         runEvents: {
           retentionMs: 900_000,

@@ -285,6 +285,11 @@ export const VARIABLES = {
     at: 'runMaxAttempts',
     doc: 'how many times a run may lose its replica (`kill -9`, a crash) and be continued by another; after that it ends `RUN_ERROR INTERRUPTED` (`1`: never continued)',
   },
+  RUN_QUEUE_WAIT_MS: {
+    schema: int(1_000, 3_600_000).default(60_000),
+    at: 'runQueueWaitMs',
+    doc: 'how long a `POST /run` with `forwardedProps.ifBusy` `enqueue` or `interrupt` waits for its busy thread before it is refused (409 `THREAD_BUSY`); keep it under the read timeout of proxies in front',
+  },
   RUN_EVENTS_RETENTION_MS: {
     schema: int(1_000, 7 * 86_400_000).default(900_000),
     at: 'runEvents.retentionMs',

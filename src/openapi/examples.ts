@@ -119,6 +119,22 @@ export function runExamples(): Record<string, Example> {
         },
       },
     },
+    queued: {
+      summary:
+        'A second message while the thread still answers: it waits its turn (forwardedProps.ifBusy; interrupt would cancel the answer)',
+      value: {
+        threadId: remembered.threadId,
+        runId: randomUUID(),
+        messages: [user('And a restaurant for the first evening?')],
+        tools: [],
+        context: [],
+        forwardedProps: {
+          agentId: 'assistant',
+          memory: { thread: remembered.threadId, resource: OWNER },
+          ifBusy: 'enqueue',
+        },
+      },
+    },
     approval: {
       summary: "Answering an approval (an AG-UI interrupt) of an earlier run's tool call on the same thread",
       value: {

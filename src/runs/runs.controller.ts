@@ -86,11 +86,13 @@ export class RunsController {
     content: RUN_STREAM_CONTENT,
   })
   @ApiErrors({
-    VALIDATION_FAILED: 'the body is not a valid RunAgentInput, or not JSON',
+    VALIDATION_FAILED:
+      'the body is not a valid RunAgentInput (e.g. an unknown forwardedProps.ifBusy), or not JSON',
     NOT_FOUND:
       'unknown forwardedProps.agentId, a thread another owner holds, or an unknown interrupt in resume',
     RUN_ALREADY_EXISTS: 'the runId was used before: use a new runId for every run',
-    THREAD_BUSY: 'the thread has an active run',
+    THREAD_BUSY:
+      'the thread has an active run (forwardedProps.ifBusy reject, the default), or still had one after RUN_QUEUE_WAIT_MS (enqueue, interrupt)',
     INTERRUPT_ALREADY_RESOLVED: 'resume answers an interrupt that was answered already',
     INTERRUPT_EXPIRED: 'resume answers an interrupt older than APPROVAL_TTL_MS',
     PAYLOAD_TOO_LARGE: 'the body is larger than MAX_BODY_BYTES',

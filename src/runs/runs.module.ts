@@ -9,6 +9,8 @@ import { RunContinuations } from './durable/run-continuations';
 import { LiveRuns } from './engine/live-runs';
 import { MastraRunner } from './engine/mastra-runner';
 import { RunLeases } from './engine/run-leases';
+import { BusyThreads } from './engine/busy-threads';
+import { RunQueueRepository } from './storage/run-queue.repository';
 import { RunPreparer } from './engine/run-preparer';
 import { RunsController } from './runs.controller';
 import { ThreadEventsController } from './thread-events.controller';
@@ -37,6 +39,8 @@ import { ToolCallsRepository } from './storage/tool-calls.repository';
     RunLeases,
     LapsedRuns,
     RunContinuations,
+    BusyThreads,
+    RunQueueRepository,
     RunStreams,
     ThreadStreams,
     RunsRepository,

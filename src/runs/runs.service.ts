@@ -20,6 +20,7 @@ import { PipelineDeps, runEvents$ } from './engine/run-pipeline';
 import { PreparedRun, RunPreparer } from './engine/run-preparer';
 import { Claimed, ClaimRun, ConversationStore } from './storage/conversation.store';
 import { RunLeases } from './engine/run-leases';
+import { BusyThreads } from './engine/busy-threads';
 import { RunsRepository } from './storage/runs.repository';
 import { ToolCallsRepository } from './storage/tool-calls.repository';
 import { AnsweredInterrupt, InterruptsRepository } from './storage/interrupts.repository';
@@ -70,6 +71,7 @@ export class RunsService {
     private readonly metrics: Metrics,
     private readonly shares: FairShares,
     private readonly interrupts: InterruptsRepository,
+    private readonly busyThreads: BusyThreads,
   ) {
     this.budget = { tokens: config.budgets.tokens ?? null, windowMs: config.budgets.windowMs };
     this.pipelineDeps = { runner, live, log: this.log };
@@ -134,7 +136,7 @@ export class RunsService {
     share: () => void,
     clientGone?: AbortSignal,
   ): Promise<StartedRun | undefined> {
-    const claimed = await this.claimWaiting({
+    const claimed = await this.claimWaiting(prepared, clientGone, {
       threadId: input.threadId,
       runId: input.runId,
       resourceId: principal.resourceId,
@@ -176,13 +178,25 @@ export class RunsService {
   /**
    * The claim; a busy thread whose run here is ending (its client just left) is claimed once it
    * ended. The end of a run elsewhere, or one that ended here a moment ago, is in flight: tried once
-   * more after a moment.
+   * more after a moment. A request that asked to wait (`ifBusy` enqueue or interrupt) waits its turn.
    */
-  private async claimWaiting(claim: ClaimRun): Promise<Claimed> {
+  private async claimWaiting(
+    prepared: PreparedRun,
+    clientGone: AbortSignal | undefined,
+    claim: ClaimRun,
+  ): Promise<Claimed> {
     try {
       return await this.conversations.claim(claim);
     } catch (err) {
       if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
+      if (prepared.ifBusy !== 'reject') {
+        return this.busyThreads.claimWhenFree(
+          prepared,
+          prepared.ifBusy,
+          (queueTicket) => this.conversations.claim({ ...claim, queueTicket }),
+          clientGone,
+        );
+      }
       if (!(await this.live.ended(claim.threadId, BUSY_THREAD_WAIT_MS)))
         await new Promise((resolve) => setTimeout(resolve, BUSY_THREAD_RETRY_MS));
       return this.conversations.claim(claim);

@@ -10,7 +10,7 @@ import { APP_CONFIG } from '../../config/config.module';
 import { contextToModelMessages, ModelMessage } from '../../threads/agui-to-model';
 import { StoredMessage, textOf, toStored } from '../../threads/message-format';
 import { RunAgentInputDto, ToolDto } from '../../protocol/run-agent-input.dto';
-import { ModelSettings, parseForwardedProps } from './forwarded-props';
+import { IfBusy, ModelSettings, parseForwardedProps } from './forwarded-props';
 import { ClientProtocol, declaresAgUi1 } from '../../protocol/versions';
 import { ToolAliases } from '../../protocol/tool-names';
 import type { ResumeEntry } from '../../protocol/outcomes';
@@ -72,6 +72,8 @@ export type PreparedRun = {
   extras: Record<string, unknown>;
   /** How long the run goes on once nobody reads it, for a reader to rejoin (0: it stops at once). */
   disconnectGraceMs: number;
+  /** What the request does when its thread has a run in progress (forwardedProps.ifBusy). */
+  ifBusy: IfBusy;
 };
 
 /** Checks a run request against the limits and resolves its agent, options and tools, before anything is stored. */
@@ -141,6 +143,7 @@ export class RunPreparer {
       generateTitle: options.generateTitle,
       ...(options.structuredOutput ? { structuredOutput: options.structuredOutput } : {}),
       extras: options.extras,
+      ifBusy: options.ifBusy,
       disconnectGraceMs:
         options.disconnectGraceMs ??
         Math.min(this.config.disconnectGrace.defaultMs, this.config.disconnectGrace.maxMs),

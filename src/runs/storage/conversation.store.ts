@@ -35,6 +35,8 @@ export type ClaimRun = {
    * `request.messages` is left out when the thread stores them.
    */
   input: { request: object; principal: object };
+  /** The request's place in the thread's queue (`run_queue`), when it waited: only places before it hold it back. */
+  queueTicket?: string;
 };
 
 /** An owner's token budget at a claim: its size, and what its ended runs spent in the window. */
@@ -81,7 +83,8 @@ export class ConversationStore {
    * Claims the run, in one statement (one round trip, one commit): the owner's thread is touched, or
    * created when the run names memory (then another owner's thread is a 404, as if missing; without
    * memory such a thread is as missing and the run is stateless), the run is recorded with its lease
-   * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed), and the incoming
+   * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed; THREAD_BUSY too while
+   * requests wait for the thread before this one, `run_queue`), and the incoming
    * messages the thread does not store yet are appended (unless read-only). Returns what the model
    * sees: the stored history (its last `lastMessages`) followed by those new messages; a stateless
    * run sees only its own messages.
@@ -120,7 +123,7 @@ export class ConversationStore {
 
   private async claimOnce(run: ClaimRun): Promise<Claimed> {
     let rows: Array<{
-      kind: 'q' | 'r' | 'h' | 's';
+      kind: 'q' | 'r' | 'h' | 's' | 'b';
       body: StoredMessage | string | boolean | { tokens: string; spent: string; retryMs: number | null };
     }>;
     try {
@@ -140,6 +143,12 @@ export class ConversationStore {
             WHERE b.tokens IS NOT NULL
             GROUP BY b.tokens, b.span),
          over AS (SELECT 1 FROM quota WHERE spent >= tokens),
+         -- Requests waiting for the thread (ifBusy) before this one: it does not jump the queue.
+         ahead AS (
+           SELECT 1 FROM run_queue q LEFT JOIN run_queue mine ON mine.ticket = $14::bigint
+            WHERE q.thread_id = $1 AND q.expires_at >= now() AND q.ticket IS DISTINCT FROM $14::bigint
+              AND (mine.ticket IS NULL OR q.urgent > mine.urgent OR (q.urgent = mine.urgent AND q.ticket < mine.ticket))
+            LIMIT 1),
          thread AS (
            INSERT INTO threads (id, resource_id, agent_id, title)
            SELECT $1, $2, $3, $4
@@ -153,8 +162,9 @@ export class ConversationStore {
            INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless, input)
            SELECT $5, $1, $2, $3, 'running', now() + $6 * interval '1 millisecond', NOT EXISTS (SELECT 1 FROM thread),
                   CASE WHEN EXISTS (SELECT 1 FROM thread) AND NOT $10::boolean
-                       THEN $14::jsonb #- '{request,messages}' ELSE $14::jsonb END
+                       THEN $15::jsonb #- '{request,messages}' ELSE $15::jsonb END
             WHERE (EXISTS (SELECT 1 FROM thread) OR NOT $11::boolean) AND NOT EXISTS (SELECT 1 FROM over)
+              AND NOT (EXISTS (SELECT 1 FROM thread) AND EXISTS (SELECT 1 FROM ahead))
            RETURNING id, stateless),
          stored AS (
            SELECT m.id FROM messages m
@@ -177,6 +187,7 @@ export class ConversationStore {
          UNION ALL SELECT 'r', to_jsonb(stateless), NULL FROM run
          UNION ALL SELECT 'h', body, position FROM history
          UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
+         UNION ALL SELECT 'b', 'true'::jsonb, NULL FROM ahead WHERE EXISTS (SELECT 1 FROM thread)
          ORDER BY kind, position`,
         [
           run.threadId,
@@ -192,6 +203,7 @@ export class ConversationStore {
           run.memory,
           run.budget?.tokens ?? null,
           run.budget?.windowMs ?? 86_400_000,
+          run.queueTicket ?? null,
           JSON.stringify(run.input),
         ],
       );
@@ -209,6 +221,8 @@ export class ConversationStore {
         Math.max(1, Math.ceil((quota?.retryMs ?? 1000) / 1000)),
       );
     }
+    if (rows.some((r) => r.kind === 'b'))
+      throw new DomainError('THREAD_BUSY', `Thread '${run.threadId}' has runs waiting for it`);
     const claimed = rows.find((r) => r.kind === 'r');
     if (!claimed) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
     const history = rows.filter((r) => r.kind === 'h').map((r) => r.body as StoredMessage);

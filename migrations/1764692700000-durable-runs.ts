@@ -8,8 +8,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * it), `handovers` those that handed it over draining (a lost replica is an attempt not handed over,
  * RUN_MAX_ATTEMPTS). `input` and `progress` are cleared when the run ends.
  */
-export class DurableRuns1764692400000 implements MigrationInterface {
-  name = 'DurableRuns1764692400000';
+export class DurableRuns1764692700000 implements MigrationInterface {
+  name = 'DurableRuns1764692700000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(
