@@ -236,6 +236,7 @@ async function startAdmissionFloor(
       lastMessages: config.lastMessages,
       readOnly: false,
       memory: true,
+      input: { request: input, principal: { resourceId, admin: false } },
     });
     reply.hijack();
     reply.raw.writeHead(200, SSE_HEADERS);
@@ -247,7 +248,7 @@ async function startAdmissionFloor(
         frame(2, { type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId: 'm', delta: 'x ' }) +
           frame(3, { type: 'RUN_FINISHED', timestamp: Date.now(), ...base }),
       );
-      void store.endRun({ ...base, resourceId, end: { status: 'finished' }, produced: [] });
+      void store.endRun({ ...base, attempt: 1, resourceId, end: { status: 'finished' }, produced: [] });
     });
   });
   await server.listen({ port: 0, host: '127.0.0.1' });

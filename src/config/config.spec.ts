@@ -58,6 +58,7 @@ const DEFAULTS: AppConfig = {
   clientProtocol: 'io-intelligence',
   approvalTtlMs: 86_400_000,
   runLeaseMs: 20_000,
+  runMaxAttempts: 3,
   runQueueWaitMs: 60_000,
   lastMessages: 40,
   runEvents: { retentionMs: 900_000, maxQueuedBytes: 1024 * 1024, writeTimeoutMs: 30_000 },
@@ -213,6 +214,7 @@ describe('loadConfig', () => {
         clientProtocol: 'ag-ui',
         approvalTtlMs: 60_000,
         runLeaseMs: 300,
+        runMaxAttempts: 3,
         runQueueWaitMs: 60_000,
         lastMessages: 7,
         runEvents: {

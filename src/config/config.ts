@@ -278,7 +278,12 @@ export const VARIABLES = {
   RUN_LEASE_MS: {
     schema: int(300, 600_000).default(20_000),
     at: 'runLeaseMs',
-    doc: "a run's lease; a replica that dies frees its threads this long after its last renewal (`INTERRUPTED`)",
+    doc: "a run's lease; a replica that dies hands its runs to another this long after its last renewal (which continues them)",
+  },
+  RUN_MAX_ATTEMPTS: {
+    schema: int(1, 100).default(3),
+    at: 'runMaxAttempts',
+    doc: 'how many times a run may lose its replica (`kill -9`, a crash) and be continued by another; after that it ends `RUN_ERROR INTERRUPTED` (`1`: never continued)',
   },
   RUN_QUEUE_WAIT_MS: {
     schema: int(1_000, 3_600_000).default(60_000),

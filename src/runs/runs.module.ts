@@ -4,6 +4,8 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { AgentsModule } from '../agents/agents.module';
 import { ThreadsModule } from '../threads/threads.module';
 import { GracefulShutdown } from './graceful-shutdown';
+import { LapsedRuns } from './durable/lapsed-runs';
+import { RunContinuations } from './durable/run-continuations';
 import { LiveRuns } from './engine/live-runs';
 import { MastraRunner } from './engine/mastra-runner';
 import { RunLeases } from './engine/run-leases';
@@ -35,6 +37,8 @@ import { ToolCallsRepository } from './storage/tool-calls.repository';
     LiveRuns,
     FrontendToolBroker,
     RunLeases,
+    LapsedRuns,
+    RunContinuations,
     BusyThreads,
     RunQueueRepository,
     RunStreams,

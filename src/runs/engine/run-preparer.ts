@@ -27,6 +27,8 @@ export type ClientTool = { id: string; description: string; inputSchema: unknown
 export type PreparedRun = {
   runId: string;
   threadId: string;
+  /** Which claim of the run this is: 1, or a continuation's attempt (RUN_MAX_ATTEMPTS). */
+  attempt: number;
   /** As the request sent it (none: {}): the request context's `forwardedProps`. The rest of the input is not kept. */
   forwardedProps: Record<string, unknown>;
   /** The first user message's text, when the model is to name the thread from it (generateTitle). */
@@ -120,6 +122,7 @@ export class RunPreparer {
     const run: PreparedRun = {
       runId: input.runId,
       threadId: input.threadId,
+      attempt: 1,
       forwardedProps: input.forwardedProps ?? {},
       ...(options.generateTitle ? { titleSource: firstUserText(input) } : {}),
       principal,
