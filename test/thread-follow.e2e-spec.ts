@@ -6,6 +6,7 @@ import {
   type BaseEvent,
 } from '@ag-ui/client';
 import { from } from 'rxjs';
+import { connect } from 'node:net';
 import { eventually } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { Event, Frame, memoryOf, openRun, runInput, uid } from './support/sse';
@@ -23,6 +24,8 @@ type ThreadStream = {
   /** Resolves once a `: ping` came after the frames seen now: the stream is open and idle. */
   idleAfter: (count: number) => Promise<void>;
   close: () => void;
+  /** Resolves when the server ended the stream. */
+  ended: Promise<void>;
 };
 
 /** GET /threads/:threadId/events, read strictly: `id: <run>:<seq>` and `data:` frames, `: ping` comments. */
@@ -42,8 +45,9 @@ async function followThread(
   const pings: number[] = [];
   let text = '';
   const listeners = new Set<() => void>();
+  let ended: Promise<void> = Promise.resolve();
   if (res.status === 200) {
-    void (async () => {
+    ended = (async () => {
       const decoder = new TextDecoder('utf-8', { fatal: true });
       const reader = res.body!.getReader();
       let parsed = 0;
@@ -64,7 +68,8 @@ async function followThread(
         }
         listeners.forEach((l) => l());
       }
-    })().catch(() => undefined);
+    })();
+    ended.catch(() => undefined);
   }
   const until = (check: () => boolean, what: () => string, timeoutMs: number) =>
     new Promise<void>((resolve, reject) => {
@@ -100,6 +105,7 @@ async function followThread(
         15_000,
       ),
     close: () => controller.abort(),
+    ended,
   };
 }
 
@@ -123,7 +129,8 @@ describe('following a thread (GET /threads/:threadId/events)', () => {
   beforeAll(async () => {
     // One after the other: the first migrates the fresh database.
     a = await startBuiltService({ HEARTBEAT_MS: '300', LOG_LEVEL: 'error' });
-    b = await startBuiltService({ HEARTBEAT_MS: '300', LOG_LEVEL: 'error' });
+    // A drain of b (the last test) lasts while b's own runs get their grace.
+    b = await startBuiltService({ HEARTBEAT_MS: '300', LOG_LEVEL: 'error', SHUTDOWN_GRACE_MS: '3000' });
   }, 120_000);
   afterAll(async () => {
     streams.forEach((s) => s.close());
@@ -312,4 +319,61 @@ describe('following a thread (GET /threads/:threadId/events)', () => {
     follower.abortRun();
     await connected;
   }, 30_000);
+
+  it('ends when the thread is deleted; a client that asked for Connection: close is told so and its connection closed', async () => {
+    const threadId = uid('deleted');
+    await (
+      await openRun(`${a.base}/run`, turn(threadId, 'hi', 1))
+    ).done;
+    const url = new URL(b.base);
+    const socket = connect(Number(url.port), url.hostname);
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => (text += d));
+    socket.on('error', () => undefined);
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    socket.write(
+      `GET ${url.pathname}/threads/${encodeURIComponent(threadId)}/events HTTP/1.1\r\n` +
+        `Host: ${url.host}\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n`,
+    );
+    const viaFetch = await follow(a.base, threadId);
+    await eventually(() => Promise.resolve(text.includes('\r\n\r\n') || undefined));
+    expect(text).toMatch(/^HTTP\/1\.1 200/);
+    expect(text.toLowerCase()).toContain('\r\nconnection: close\r\n');
+    // Deleted through the other instance: both streams end.
+    const deleted = await fetch(`${a.base}/threads/${encodeURIComponent(threadId)}`, { method: 'DELETE' });
+    expect(deleted.status).toBe(204);
+    await Promise.all([closed, viaFetch.ended]);
+  }, 30_000);
+
+  // Last: it stops instance b.
+  it('a draining instance closes its thread streams, waiting or following a run elsewhere: the client reconnects with its last id', async () => {
+    const idle = uid('idle');
+    await (
+      await openRun(`${a.base}/run`, turn(idle, 'hi', 1))
+    ).done;
+    const busy = uid('busy');
+    // Answering until cancelled.
+    const long = runInput('/slow 60000 a b c', { threadId: busy, forwardedProps: memoryOf(busy) });
+    const active = await openRun(`${a.base}/run`, long);
+    const [waiting, reading] = [await follow(b.base, idle), await follow(b.base, busy)];
+    await reading.waitFor((f) => f.event.type === 'RUN_STARTED');
+    // A run of b's own keeps b draining (SHUTDOWN_GRACE_MS) after its followers were closed.
+    const own = await openRun(`${b.base}/run`, runInput('/slow 60000 a b c'));
+    await own.waitFor((e) => e.type === 'RUN_STARTED');
+    const stopped = b.stop();
+    await Promise.all([waiting.ended, reading.ended]);
+    expect(own.frames.some((f) => isEnd(f.event))).toBe(false);
+    await stopped;
+    expect((await own.done).at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'SHUTTING_DOWN' });
+    // The run itself goes on on its instance; the client resumes there.
+    const resumed = await follow(a.base, busy, { 'last-event-id': `1:${reading.frames.at(-1)!.seq}` });
+    expect(
+      (await fetch(`${a.base}/runs/${encodeURIComponent(long.runId)}/cancel`, { method: 'POST' })).status,
+    ).toBe(202);
+    const end = await resumed.waitFor((f) => isEnd(f.event));
+    expect(end.event).toMatchObject({ type: 'RUN_ERROR', code: 'CANCELLED' });
+    expect(resumed.frames[0].seq).toBe(reading.frames.at(-1)!.seq + 1);
+    await active.done;
+  }, 60_000);
 });

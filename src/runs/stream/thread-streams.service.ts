@@ -50,6 +50,8 @@ export class ThreadStreams implements OnModuleInit, OnModuleDestroy {
   private readonly log = new Logger(ThreadStreams.name);
   /** Streams here that look for their thread's next run when told: thread → wake-ups. */
   private readonly waiting = new Map<string, Set<() => void>>();
+  /** Followed threads being deleted, until their streams here ended. */
+  private readonly deleted = new Set<string>();
   /** Threads other instances follow → when that is forgotten unless said again. */
   private readonly followedElsewhere = new Map<string, number>();
   /** Every thread stream here, so a draining instance can close them. */
@@ -69,9 +71,12 @@ export class ThreadStreams implements OnModuleInit, OnModuleDestroy {
     this.notifications.on(THREAD_WATCH_CHANNEL, (threadId) =>
       this.followedElsewhere.set(threadId, Date.now() + WATCH_TTL_MS),
     );
-    // A deleted thread: its streams end (they find neither a run nor the thread).
+    // A thread being deleted (announced just before the delete): its streams end, after the run
+    // they show (which is cancelled).
     this.notifications.on('io_bridge_thread_cancel', (payload) => {
       const { threadId } = JSON.parse(payload) as { threadId: string };
+      if (!this.waiting.has(threadId)) return;
+      this.deleted.add(threadId);
       this.wake(threadId);
     });
     this.notifications.onReconnect(() => {
@@ -146,6 +151,7 @@ export class ThreadStreams implements OnModuleInit, OnModuleDestroy {
     let position = from;
     try {
       while (!connection.finished) {
+        if (this.deleted.has(threadId)) return connection.end();
         // Made before the read: a wake-up during it is not lost.
         const signal = new Promise<void>((resolve) => {
           wake = resolve;
@@ -167,7 +173,10 @@ export class ThreadStreams implements OnModuleInit, OnModuleDestroy {
     } finally {
       this.connections.delete(connection);
       set.delete(woken);
-      if (!set.size && this.waiting.get(threadId) === set) this.waiting.delete(threadId);
+      if (!set.size && this.waiting.get(threadId) === set) {
+        this.waiting.delete(threadId);
+        this.deleted.delete(threadId);
+      }
     }
   }
 
