@@ -10,6 +10,7 @@ import { RunInterrupts1764691000000 } from './1764691000000-run-interrupts';
 import { RunUsage1764692300000 } from './1764692300000-run-usage';
 import { OwnerBudgets1764692300100 } from './1764692300100-owner-budgets';
 import { DurableRuns1764692700000 } from './1764692700000-durable-runs';
+import { ParkedRuns1764692800000 } from './1764692800000-parked-runs';
 import { RunQueue1764692600000 } from './1764692600000-run-queue';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
@@ -27,4 +28,5 @@ export const migrations = [
   OwnerBudgets1764692300100,
   RunQueue1764692600000,
   DurableRuns1764692700000,
+  ParkedRuns1764692800000,
 ];

@@ -165,6 +165,44 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     expect(String(messages[3].content)).toMatch(/^Tool pick returned "w1 w2 .* w6000"$/);
   }, 120_000);
 
+  it('a run waiting for a frontend tool longer than RUN_PARK_AFTER_MS is parked (held by no replica); a result posted to another replica wakes it there', async () => {
+    const opts = { RUN_PARK_AFTER_MS: '500' };
+    const a = await start(opts);
+    const [b] = await Promise.all([start(opts), start(opts)]);
+    const threadId = uid('parked');
+    const input = {
+      ...turn(threadId, '/tool pick {}'),
+      tools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } }],
+    };
+    const live = await openRun(`${a.base}/run`, input);
+    const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
+    await eventually(async () => {
+      const { rows } = await db((q) => q.query('SELECT parked FROM runs WHERE id = $1', [input.runId]));
+      return rows[0]?.parked === call.toolCallId ? true : undefined;
+    }, 10_000);
+    // Nothing of it runs on a any more: no active run, no lease renewed there.
+    const activeOnA = async () =>
+      /^io_bridge_active_runs (\d+)$/m.exec(await (await fetch(`${a.origin}/metrics`)).text())?.[1];
+    expect(await activeOnA()).toBe('0');
+    const posted = await fetch(`${b.base}/runs/${input.runId}/tool-calls/${call.toolCallId}/result`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'blue' }),
+    });
+    expect(posted.status).toBeLessThan(300);
+    // The client's stream on a goes on: a relays the run from its log.
+    const frames = await live.done;
+    assertStreamRules(frames, input);
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(frames.map((f) => f.event)).toContainEqual(
+      expect.objectContaining({ type: 'TOOL_CALL_RESULT', toolCallId: call.toolCallId, content: 'blue' }),
+    );
+    expect(b.output()).toContain(`run ${input.runId}: continued here`);
+    const messages = await stored(threadId);
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(messages[3].content).toBe('Tool pick returned "blue"');
+  }, 120_000);
+
   it('a rolling restart of 3 replicas with 30 live runs: 30 of 30 finish, none INTERRUPTED, no message stored twice', async () => {
     const first = await start();
     const replicas = [first, ...(await Promise.all([start(), start()]))];

@@ -59,6 +59,7 @@ const DEFAULTS: AppConfig = {
   approvalTtlMs: 86_400_000,
   runLeaseMs: 20_000,
   runMaxAttempts: 3,
+  runParkAfterMs: 0,
   runQueueWaitMs: 60_000,
   lastMessages: 40,
   runEvents: { retentionMs: 900_000, maxQueuedBytes: 1024 * 1024, writeTimeoutMs: 30_000 },
@@ -215,6 +216,7 @@ describe('loadConfig', () => {
         approvalTtlMs: 60_000,
         runLeaseMs: 300,
         runMaxAttempts: 3,
+        runParkAfterMs: 0,
         runQueueWaitMs: 60_000,
         lastMessages: 7,
         runEvents: {

@@ -265,6 +265,11 @@ export const VARIABLES = {
     at: 'frontendToolTimeoutMs',
     doc: 'how long a run waits for a frontend tool result (`RUN_ERROR TOOL_RESULT_TIMEOUT` after)',
   },
+  RUN_PARK_AFTER_MS: {
+    schema: int(0, 86_400_000).default(0),
+    at: 'runParkAfterMs',
+    doc: 'a run that has waited this long for a frontend tool result is parked: it holds nothing on any replica until a result is posted (to any replica), so `FRONTEND_TOOL_TIMEOUT_MS` may be hours (`0`: never parked)',
+  },
   CLIENT_PROTOCOL: {
     schema: z.enum(['io-intelligence', 'ag-ui']).default('io-intelligence'),
     at: 'clientProtocol',

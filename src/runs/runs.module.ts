@@ -6,6 +6,7 @@ import { ThreadsModule } from '../threads/threads.module';
 import { GracefulShutdown } from './graceful-shutdown';
 import { LapsedRuns } from './durable/lapsed-runs';
 import { RunContinuations } from './durable/run-continuations';
+import { Wakes } from './durable/wakes';
 import { LiveRuns } from './engine/live-runs';
 import { MastraRunner } from './engine/mastra-runner';
 import { RunLeases } from './engine/run-leases';
@@ -39,6 +40,7 @@ import { ToolCallsRepository } from './storage/tool-calls.repository';
     RunLeases,
     LapsedRuns,
     RunContinuations,
+    Wakes,
     BusyThreads,
     RunQueueRepository,
     RunStreams,

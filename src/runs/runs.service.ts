@@ -17,6 +17,9 @@ import { LiveRuns } from './engine/live-runs';
 import { MastraRunner } from './engine/mastra-runner';
 import { RunDeps, RunExecution } from './engine/run-execution';
 import { PipelineDeps, runEvents$ } from './engine/run-pipeline';
+import { HandedRun, LapsedRuns } from './durable/lapsed-runs';
+import { RunStreams } from './stream/run-streams.service';
+import { Wakes } from './durable/wakes';
 import { PreparedRun, RunPreparer } from './engine/run-preparer';
 import { Claimed, ClaimRun, ConversationStore } from './storage/conversation.store';
 import { RunLeases } from './engine/run-leases';
@@ -72,9 +75,28 @@ export class RunsService {
     private readonly shares: FairShares,
     private readonly interrupts: InterruptsRepository,
     private readonly busyThreads: BusyThreads,
+    streams: RunStreams,
+    lapsed: LapsedRuns,
+    private readonly wakes: Wakes,
   ) {
     this.budget = { tokens: config.budgets.tokens ?? null, windowMs: config.budgets.windowMs };
-    this.pipelineDeps = { runner, live, log: this.log };
+    const park = async (run: HandedRun, toolCallId: string, remainingMs: number) => {
+      // Its readers here follow storage; what its log framed is stored before the run is parked.
+      streams.handOver(run.id);
+      await streams.flush();
+      if (await lapsed.park(run, toolCallId, remainingMs))
+        this.log.log(`run ${run.id}: parked, waiting for the result of tool call ${toolCallId}`);
+    };
+    this.pipelineDeps = {
+      runner,
+      live,
+      log: this.log,
+      park: (run, toolCallId, remainingMs) =>
+        // Not parked: its lease lapses, and the reaper continues it (the step runs again).
+        void park(run, toolCallId, remainingMs).catch((err: Error) =>
+          this.log.warn(`run ${run.id}: parking failed: ${err.message}`),
+        ),
+    };
     this.deps = {
       conversations,
       interrupts,
@@ -83,6 +105,7 @@ export class RunsService {
       toolCalls,
       broker,
       frontendToolTimeoutMs: config.frontendToolTimeoutMs,
+      parkAfterMs: config.runParkAfterMs,
       metrics,
       log: this.log,
     };
@@ -277,6 +300,8 @@ export class RunsService {
   ): Promise<void> {
     const owner = idScope(principal, 'write');
     const stored = await this.toolCalls.submit(runId, owner, toolCallId, result);
+    // A parked run goes on here, now.
+    if (stored === 'woke') this.wakes.request();
     // Kept while the run registers the call (a result posted on TOOL_CALL_START); a made-up call is a 404.
     if (stored === 'early' && !(await this.toolCalls.awaitRegistration(runId, owner, toolCallId))) {
       throw new DomainError('NOT_FOUND', `Tool call '${toolCallId}' not found in run '${runId}'`);

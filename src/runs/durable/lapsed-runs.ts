@@ -16,6 +16,8 @@ export type HandedRun = {
   attempt: number;
   messages?: StoredMessage[];
   progress?: StoredMessage[];
+  /** Everything it showed, closed or not (a parked run goes on from there). */
+  shown?: StoredMessage[];
 };
 
 export type ReapLapsed = {
@@ -34,6 +36,8 @@ export type LapsedRun = {
   input: { request: Record<string, unknown>; principal: { resourceId: string; admin: boolean } };
   progress: StoredMessage[] | null;
   attempt: number;
+  /** It was parked waiting for this tool call's result. */
+  parked: string | null;
 };
 
 export type Reaped = { ended: string[]; continued: LapsedRun[]; nextLapseMs?: number };
@@ -73,10 +77,13 @@ export class LapsedRuns {
   async reapLapsed(reap: ReapLapsed): Promise<Reaped> {
     const rows: Array<{ kind: 'e' | 'c' | 'n'; body: unknown }> = await this.db.query(
       `WITH continued AS (
-         UPDATE runs SET attempt = attempt + 1, lease_expires_at = now() + $4 * interval '1 millisecond'
-          WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
-            AND $3::boolean AND attempt - handovers < $2 AND input IS NOT NULL
-          RETURNING id, thread_id, resource_id, stateless, input, progress, attempt),
+         UPDATE runs SET attempt = attempt + 1, lease_expires_at = now() + $4 * interval '1 millisecond', parked = NULL
+           FROM (SELECT id AS lapsed_id, parked AS was_parked FROM runs
+                  WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
+                    AND $3::boolean AND attempt - handovers < $2 AND input IS NOT NULL
+                    FOR UPDATE SKIP LOCKED) AS lapsed_run
+          WHERE runs.id = lapsed_run.lapsed_id
+          RETURNING id, thread_id, resource_id, stateless, input, progress, attempt, was_parked),
        lapsed AS (
          UPDATE runs SET status = 'error', error_code = 'INTERRUPTED', input = NULL, progress = NULL,
                 error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()
@@ -101,7 +108,8 @@ export class LapsedRuns {
          UPDATE threads SET updated_at = now() WHERE id IN (SELECT thread_id FROM appended))
        SELECT 'e' AS kind, to_jsonb(id) AS body FROM lapsed
        UNION ALL SELECT 'c', jsonb_build_object('id', id, 'threadId', thread_id, 'resourceId', resource_id,
-                'stateless', stateless, 'input', input, 'progress', progress, 'attempt', attempt) FROM continued
+                'stateless', stateless, 'input', input, 'progress', progress, 'attempt', attempt,
+                'parked', was_parked) FROM continued
        UNION ALL SELECT 'n', to_jsonb(ceil(extract(epoch FROM (min(lease_expires_at) - now())) * 1000))
          FROM runs WHERE ${ACTIVE} AND lease_expires_at >= now()`,
       [reap.threadId ?? null, this.maxAttempts, reap.continue, reap.leaseMs],
@@ -133,6 +141,29 @@ export class LapsedRuns {
       [JSON.stringify(runs)],
     );
     return rows.map((r) => r.id);
+  }
+
+  /**
+   * Parks a run that waits for `toolCallId` (its engine stopped here): what it showed is its
+   * progress, its lease runs until the tool's timeout (then a replica ends it TOOL_RESULT_TIMEOUT),
+   * and a posted result lapses it (ToolCallsRepository.submit). Not a lost attempt.
+   */
+  async park(run: HandedRun, toolCallId: string, remainingMs: number): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(
+      `UPDATE runs SET parked = $4, handovers = handovers + 1, lease_expires_at = now() + $5 * interval '1 millisecond',
+              checkpoint = COALESCE($6::jsonb, checkpoint), progress = $7::jsonb
+        WHERE id = $1 AND ${unindexed(`resource_id = $2 AND attempt = $3 AND ${ACTIVE}`)} RETURNING id`,
+      [
+        run.id,
+        run.resourceId,
+        run.attempt,
+        toolCallId,
+        remainingMs,
+        run.messages ? JSON.stringify(run.messages) : null,
+        JSON.stringify(run.shown ?? []),
+      ],
+    );
+    return rows.length > 0;
   }
 
   /** The last `lastMessages` messages of the owner's thread, in order: the history a continued run starts from. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   Inject,
   Injectable,
@@ -12,14 +13,19 @@ import { APP_CONFIG } from '../../config/config.module';
 import { PgNotifications } from '../../database/pg-notifications.service';
 import { DrainState } from '../../ops/drain.service';
 import { AguiEvent } from '../../protocol/agui-events';
+import { StoredMessage } from '../../threads/message-format';
 import { RunAgentInputDto } from '../../protocol/run-agent-input.dto';
 import { LiveRuns } from '../engine/live-runs';
 import { RunPreparer } from '../engine/run-preparer';
 import { RunsService } from '../runs.service';
 import { RunEventsRepository } from '../storage/run-events.repository';
+import { ConversationStore } from '../storage/conversation.store';
+import { ToolCallsRepository } from '../storage/tool-calls.repository';
+import { frame } from '../stream/run-log';
 import { RunStreams } from '../stream/run-streams.service';
 import { HANDED_OVER_CHANNEL, LapsedRun, LapsedRuns } from './lapsed-runs';
 import { readStoredLog } from './stored-log';
+import { Wakes } from './wakes';
 
 /** A reap announced (runs handed over) waits this long for more announcements of the same drain. */
 const ANNOUNCED_REAP_MS = 20;
@@ -28,8 +34,8 @@ const ANNOUNCED_REAP_MS = 20;
  * Runs outlive their replica. The reaper: runs whose lease lapsed (their replica died, or handed
  * them over) are claimed and continued here from their last completed step, under the same runId,
  * their log going on with the next id; runs out of attempts end INTERRUPTED (LapsedRuns). It runs at
- * start-up, when the next lease lapses (at least every half lease), and at once when a draining
- * replica says it handed runs over. The drain's side: handing this replica's runs over.
+ * start-up, when the next lease lapses (at least every half lease), at once when a draining
+ * replica says it handed runs over, and at once when a result posted here woke a parked run. The drain's side: handing this replica's runs over.
  */
 @Injectable()
 export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
@@ -49,10 +55,14 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
     private readonly events: RunEventsRepository,
     private readonly notifications: PgNotifications,
     private readonly drain: DrainState,
+    private readonly toolCalls: ToolCallsRepository,
+    private readonly conversations: ConversationStore,
+    private readonly wakes: Wakes,
   ) {}
 
   onModuleInit(): void {
     this.notifications.on(HANDED_OVER_CHANNEL, () => this.schedule(ANNOUNCED_REAP_MS));
+    this.wakes.listen(() => this.schedule(0));
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -118,7 +128,8 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
       // Right after the next lease lapses, so a dead replica's runs go on within about a lease.
       if (reaped.nextLapseMs !== undefined) next = Math.min(next, reaped.nextLapseMs + 10);
     } catch (err) {
-      this.log.warn(`reaping lapsed runs failed: ${(err as Error).message}`);
+      // A reap in flight while the application closes loses its connection: nothing to report.
+      if (!this.stopped) this.log.warn(`reaping lapsed runs failed: ${(err as Error).message}`);
     }
     if (!this.drain.isDraining) this.schedule(next);
   }
@@ -146,7 +157,6 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
         ? []
         : await this.lapsed.history(run.threadId, run.resourceId, prepared.lastMessages);
       const known = new Set(thread.map((m) => m.id));
-      const history = [...thread, ...incoming.filter((m) => !known.has(m.id)), ...carried];
       const closing: AguiEvent[] = [];
       const log = await readStoredLog(run, this.events, (event) => closing.push(event));
       if (log.terminal) {
@@ -154,6 +164,8 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
         return;
       }
       log.lifecycle.closeOpen();
+      if (run.parked && !(await this.wake(run, run.parked, carried, closing, log.last))) return;
+      const history = [...thread, ...incoming.filter((m) => !known.has(m.id)), ...carried];
       const events$ = this.runs.continued(prepared, history, carried, log.steps);
       this.streams.adopt(run.id, events$, log.last, closing);
       this.log.log(
@@ -163,4 +175,59 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
       this.log.error(`run ${run.id}: could not be continued: ${(err as Error).message}`);
     }
   }
+
+  /**
+   * A parked run claimed here: its tool's result goes after what its log showed (and into what it
+   * stores), and the model goes on from it. Without a result its lease lapsed at the tool's timeout:
+   * it ends RUN_ERROR TOOL_RESULT_TIMEOUT (recorded, then its log ended). False when it ended.
+   */
+  private async wake(
+    run: LapsedRun,
+    toolCallId: string,
+    carried: StoredMessage[],
+    closing: AguiEvent[],
+    last: number,
+  ): Promise<boolean> {
+    const result = await this.toolCalls.take(run.id, run.resourceId, toolCallId);
+    if (result) {
+      const content =
+        result.error !== undefined ? JSON.stringify({ error: result.error }) : stringify(result.content);
+      const messageId = randomUUID();
+      carried.push({ id: messageId, role: 'tool', toolCallId, content });
+      closing.push({
+        type: 'TOOL_CALL_RESULT',
+        timestamp: Date.now(),
+        messageId,
+        toolCallId,
+        content,
+        role: 'tool',
+      });
+      return true;
+    }
+    const end = {
+      code: 'TOOL_RESULT_TIMEOUT',
+      message: `No result for tool call ${toolCallId} in time`,
+    } as const;
+    await this.conversations.endRun({
+      runId: run.id,
+      threadId: run.threadId,
+      resourceId: run.resourceId,
+      attempt: run.attempt,
+      end: { status: 'error', ...end },
+      produced: run.stateless ? [] : carried,
+    });
+    closing.push({ type: 'RUN_ERROR', timestamp: Date.now(), ...end });
+    let seq = last;
+    const frames = closing.map((event) => frame(++seq, event)).join('');
+    await this.events.append(
+      [{ runId: run.id, first: last + 1, last: seq, frames, terminal: true }],
+      [run.id],
+    );
+    this.log.log(`run ${run.id}: parked past its tool's timeout; ended TOOL_RESULT_TIMEOUT`);
+    return false;
+  }
 }
+
+/** A tool result as the wire carries it: text as is, anything else as JSON. */
+const stringify = (content: unknown): string =>
+  typeof content === 'string' ? content : (JSON.stringify(content ?? null) ?? 'null');

@@ -42,6 +42,8 @@ export type RunDeps = {
   toolCalls: ToolCallsRepository;
   broker: FrontendToolBroker;
   frontendToolTimeoutMs: number;
+  /** RUN_PARK_AFTER_MS: a frontend wait this long parks the run (0: never). */
+  parkAfterMs: number;
   metrics: Metrics;
   log: Logger;
 };
@@ -69,6 +71,8 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   private span: Span | undefined;
   /** The tokens its model calls reported, one entry per provider and model (made on first use). */
   private usage: TokenUsage[] | undefined;
+  /** Parks the run (its reader tears it down here): set by the pipeline when parking is on. */
+  onPark: ((toolCallId: string, remainingMs: number) => void) | undefined;
   /** The steps completed so far and the messages up to the last one's end (made on the first). */
   private steps: Checkpoint['steps'];
 
@@ -213,6 +217,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
       attempt: this.attempt,
       messages,
       progress: steps?.messages,
+      shown: this.produced(),
     };
   }
 
@@ -331,6 +336,12 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
       this.stop('TOOL_RESULT_TIMEOUT', `No result for tool call ${toolCallId} within ${timeoutMs} ms`);
     }, timeoutMs);
     const waited = this.deps.metrics.frontendToolWait.startTimer();
+    const { parkAfterMs } = this.deps;
+    // Waiting long: parked (held nowhere); a posted result wakes it on whichever replica it reaches.
+    const park =
+      parkAfterMs > 0 && parkAfterMs < timeoutMs && this.onPark
+        ? setTimeout(() => this.onPark?.(toolCallId, timeoutMs - parkAfterMs), parkAfterMs)
+        : undefined;
     try {
       const { runId, principal } = this.prepared;
       return await this.deps.broker.wait(runId, principal.resourceId, toolCallId, this.abort.signal);
@@ -340,6 +351,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
       throw err;
     } finally {
       clearTimeout(timer);
+      clearTimeout(park);
       waited();
     }
   }

@@ -9,7 +9,13 @@ import { MastraRunner } from './mastra-runner';
 import { translate } from './mastra-to-agui';
 import { RunExecution } from './run-execution';
 
-export type PipelineDeps = { runner: MastraRunner; live: LiveRuns; log: Logger };
+export type PipelineDeps = {
+  runner: MastraRunner;
+  live: LiveRuns;
+  log: Logger;
+  /** Parks a run whose engine stopped here (RUN_PARK_AFTER_MS): it waits in storage for its tool result. */
+  park?: (run: HandedRun, toolCallId: string, remainingMs: number) => void;
+};
 
 /**
  * A continued run (another replica's, whose log goes on here): no RUN_STARTED (its log has one),
@@ -34,6 +40,12 @@ export function runEvents$(
       deps.live.add(reading);
       // Not the reader's subscription: a run whose reader left still records its end.
       reading.pipeline = pipeline(run, deps, continued).subscribe(reading);
+      const park = deps.park;
+      if (park)
+        run.onPark = (toolCallId, remainingMs) => {
+          const handed = reading.handOver();
+          if (handed) park(handed, toolCallId, remainingMs);
+        };
       return reading;
     },
   };

@@ -59,18 +59,19 @@ export class ToolCallsRepository {
    * (or another owner's), 409 RUN_NOT_ACTIVE for an ended run, 409 TOOL_RESULT_ALREADY_SUBMITTED for
    * a second result. A call the run has not registered yet gets its result kept as `early`, up to
    * EARLY_RESULTS_PER_RUN per run (404 past it, as for an unknown call): `early` is returned, and
-   * the caller confirms it with {@link awaitRegistration}.
+   * the caller confirms it with {@link awaitRegistration}. `woke`: the run was parked waiting for
+   * it; its lease lapsed, for the caller's replica to continue it.
    */
   async submit(
     runId: string,
     owner: OwnerScope,
     toolCallId: string,
     result: ToolResult,
-  ): Promise<'submitted' | 'early'> {
+  ): Promise<'submitted' | 'early' | 'woke'> {
     const resourceId = ownerParam(owner);
     return this.db.transaction(async (tx) => {
-      const runs: Array<{ status: string }> = await tx.query(
-        'SELECT status FROM runs WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)',
+      const runs: Array<{ status: string; parked: boolean }> = await tx.query(
+        'SELECT status, parked IS NOT NULL AS parked FROM runs WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)',
         [runId, resourceId],
       );
       if (!runs.length) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
@@ -110,6 +111,14 @@ export class ToolCallsRepository {
         }
       }
       await tx.query(`SELECT pg_notify('io_bridge_tool_result', $1)`, [`${runId} ${toolCallId}`]);
+      // A parked run waits for this: its lease lapses now, for this replica to continue it (the caller reaps).
+      if (runs[0].parked) {
+        const woken: unknown[] = await tx.query(
+          `UPDATE runs SET lease_expires_at = now() - interval '1 millisecond' WHERE id = $1 AND parked = $2 RETURNING id`,
+          [runId, toolCallId],
+        );
+        if (woken.length) return 'woke';
+      }
       return stored[0].status === 'early' ? 'early' : 'submitted';
     });
   }
