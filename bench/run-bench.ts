@@ -14,7 +14,14 @@ import { WarmConnections } from './lean-client';
 import { benchResume, formatResume, withReplica } from './resume-bench';
 import { startBareEngine } from './bare-engine';
 import { benchDbCost, dbCostRatio, formatDbCost } from './db-cost';
-import { benchRealistic, formatRealistic, realisticRatios, startPlainAgUi } from './realistic-bench';
+import {
+  benchEngineAlone,
+  benchRealistic,
+  formatCeilings,
+  formatRealistic,
+  realisticRatios,
+  startPlainAgUi,
+} from './realistic-bench';
 import { engineFirstDeltaRound, engineMemory, engineRun } from './engine-bench';
 import type { EngineAgent, EngineMemory } from './engine-bench';
 import { differenceAtMost, formatRatios, ratioAtLeast, ratioAtMost } from './ratios';
@@ -892,7 +899,8 @@ async function main(): Promise<void> {
           ],
           progress,
         );
-        realistic = formatRealistic(figures);
+        const engineAlone = await benchEngineAlone(agent, progress);
+        realistic = `${formatRealistic(figures)}\n\n${formatCeilings(figures, engineAlone, plainName)}`;
         realisticRows = realisticRatios(figures, shipped, plainName);
       } finally {
         await plain.close();

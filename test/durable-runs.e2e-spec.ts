@@ -128,6 +128,43 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     expect((await next.done).at(-1)!.event.type).toBe('RUN_FINISHED');
   }, 120_000);
 
+  it('kill -9 after a completed step: the continuation keeps that step (its frontend tool is not called again) and runs only the cut one', async () => {
+    const a = await start();
+    const [b] = await Promise.all([start(), start()]);
+    const threadId = uid('stepped');
+    const input = {
+      ...turn(threadId, '/tool pick {}'),
+      tools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } }],
+    };
+    const live = await openRun(`${a.base}/run`, input);
+    const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
+    // The answer to the tool is long: the model's second step repeats it word by word.
+    const posted = await fetch(`${a.base}/runs/${input.runId}/tool-calls/${call.toolCallId}/result`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ content: words(6000) }),
+    });
+    expect(posted.status).toBeLessThan(300);
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
+    // The first step is checkpointed (at most a second after it completed) before the replica dies.
+    await eventually(async () => {
+      const { rows } = await db((q) => q.query('SELECT progress FROM runs WHERE id = $1', [input.runId]));
+      return rows[0]?.progress ? true : undefined;
+    }, 10_000);
+    a.kill();
+    await live.done.catch(() => undefined);
+    const seen = [...live.frames];
+    expect(seen.at(-1)!.event.type).not.toMatch(/^RUN_(FINISHED|ERROR)$/);
+    const tail = await (await rejoin(b.base, input.runId, seen.at(-1)!.id, 60_000)).done;
+    const whole = [...seen, ...tail];
+    assertStreamRules(whole, input);
+    expect(whole.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(whole.filter((f) => f.event.type === 'TOOL_CALL_START')).toHaveLength(1);
+    const messages = await stored(threadId);
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(String(messages[3].content)).toMatch(/^Tool pick returned "w1 w2 .* w6000"$/);
+  }, 120_000);
+
   it('a rolling restart of 3 replicas with 30 live runs: 30 of 30 finish, none INTERRUPTED, no message stored twice', async () => {
     const first = await start();
     const replicas = [first, ...(await Promise.all([start(), start()]))];
