@@ -11,8 +11,6 @@ import { frame, parseFrames } from './run-log';
  */
 export async function endOrphanedLog(run: Run, events: RunEventsRepository): Promise<void> {
   const runId = run.id;
-  const chunks = await events.after(runId, 0);
-  if (chunks.at(-1)?.terminal) return;
   const tail: AguiEvent[] = [];
   let replaying = true;
   const lifecycle = new RunLifecycle({
@@ -20,14 +18,21 @@ export async function endOrphanedLog(run: Run, events: RunEventsRepository): Pro
     runId,
     emit: (event) => void (replaying || tail.push(event)),
   });
-  for (const event of chunks.flatMap((c) => parseFrames(c.frames))) {
-    if (event.type === 'RUN_STARTED') lifecycle.start();
-    else lifecycle.push(event as never);
+  // The whole log, a page at a time: what is open at its end is what the tail closes.
+  let seq = 0;
+  for (let more = true; more;) {
+    const page = await events.page(runId, seq);
+    if (page.chunks.at(-1)?.terminal) return;
+    for (const event of page.chunks.flatMap((c) => parseFrames(c.frames))) {
+      if (event.type === 'RUN_STARTED') lifecycle.start();
+      else lifecycle.push(event as never);
+    }
+    seq = page.chunks.at(-1)?.last ?? seq;
+    more = page.more;
   }
   replaying = false;
   const code = run.errorCode === 'CANCELLED' ? 'CANCELLED' : 'INTERRUPTED';
   lifecycle.fail(code, run.errorMessage ?? 'The run was interrupted; please retry');
-  let seq = chunks.at(-1)?.last ?? 0;
   const first = seq + 1;
   const frames = tail.map((event) => frame(++seq, event)).join('');
   await events.append([{ runId, first, last: seq, frames, terminal: true }], [runId]);
