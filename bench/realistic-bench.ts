@@ -379,6 +379,90 @@ export function realisticRatios(figures: RealisticFigures[], service: string, pl
   });
 }
 
+// ---------------------------------------------------------------------------------------------------
+// What any server can reach: the ceilings the throughput target meets
+
+/** The engine alone with the realistic model: Mastra's `agent.stream()` in this process, no HTTP, no server. */
+export type EngineAloneFigures = { n: number; throughput: number; cpuMsPerRun: number };
+
+/**
+ * The same closed loop of N, in-process: N loops each running one `agent.stream()` after another
+ * with the realistic model for one window (after a warm-up window). Its CPU per run is the cost of
+ * Mastra's agent loop itself, which every subject pays: one event loop cannot complete more runs per
+ * second than 1,000 / that.
+ */
+export async function benchEngineAlone(
+  agent: Agent,
+  progress: (what: string) => void,
+): Promise<EngineAloneFigures[]> {
+  const { deltas, firstMinMs, firstMaxMs, gapMs } = REALISTIC;
+  const run = async (random: () => number) => {
+    const first = firstMinMs + Math.floor(random() * (firstMaxMs - firstMinMs + 1));
+    const output = await agent.stream([{ role: 'user', content: `/bench ${deltas} ${first} ${gapMs}` }], {
+      maxSteps: 10,
+    });
+    const reader = (output.fullStream as ReadableStream<unknown>).getReader();
+    while (!(await reader.read()).done);
+  };
+  const loop = async (n: number, seed: number) => {
+    const t0 = performance.now();
+    const cpu = process.cpuUsage();
+    let runs = 0;
+    await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const random = seeded(seed * 100_003 + i);
+        while (performance.now() - t0 < WINDOW_MS) {
+          await run(random);
+          runs++;
+        }
+      }),
+    );
+    const used = process.cpuUsage(cpu);
+    return { runs, seconds: (performance.now() - t0) / 1000, cpuMs: (used.user + used.system) / 1000 };
+  };
+  const figures: EngineAloneFigures[] = [];
+  for (const n of CONCURRENCY) {
+    progress(`realistic: the engine alone, in-process, ${n} concurrent (warm-up, then one window)`);
+    await loop(n, 0);
+    if (globalThis.gc) globalThis.gc();
+    const { runs, seconds, cpuMs } = await loop(n, 1);
+    figures.push({ n, throughput: runs / seconds, cpuMsPerRun: cpuMs / runs });
+  }
+  return figures;
+}
+
+/**
+ * Whether the throughput target can be met at all at each N: the target (1.5× the plain server's
+ * runs/s) against two ceilings no server passes. The closed loop's: N clients, each waiting for its
+ * run to end, complete at most N / (the shortest run: the model's least time to the first token and
+ * its deltas) per second. One event loop's: at most 1,000 / (the engine alone's CPU ms per run).
+ */
+export function formatCeilings(
+  figures: RealisticFigures[],
+  engine: EngineAloneFigures[],
+  plain: string,
+): string {
+  const { deltas, firstMinMs, gapMs } = REALISTIC;
+  const shortestRunMs = firstMinMs + (deltas - 1) * gapMs;
+  const lines = [
+    `Ceilings of the throughput target (1.5× the plain server): the engine alone (Mastra's agent.stream() in-process, no HTTP)`,
+    `${'N'.padStart(5)}${'engine runs/s'.padStart(15)}${'engine CPU ms/run'.padStart(19)}${'target runs/s'.padStart(15)}` +
+      `${'closed-loop ceiling'.padStart(21)}${'one-loop CPU ceiling'.padStart(22)}  reachable`,
+  ];
+  for (const e of engine) {
+    const p = figures.find((f) => f.name === plain && f.n === e.n);
+    if (!p) continue;
+    const target = p.throughput * TARGET_THROUGHPUT_RATIO;
+    const closedLoop = e.n / (shortestRunMs / 1000);
+    const cpu = 1000 / e.cpuMsPerRun;
+    lines.push(
+      `${String(e.n).padStart(5)}${fmt(e.throughput, 1).padStart(15)}${fmt(e.cpuMsPerRun, 2).padStart(19)}${fmt(target, 1).padStart(15)}` +
+        `${fmt(closedLoop, 1).padStart(21)}${fmt(cpu, 1).padStart(22)}  ${target <= Math.min(closedLoop, cpu) ? 'yes' : 'no'}`,
+    );
+  }
+  return lines.join('\n');
+}
+
 if (process.argv[2] === '--closed-loop') {
   const [url, n, windowMs, seed] = process.argv.slice(3);
   closedLoopClient(url, Number(n), Number(windowMs), Number(seed)).catch((err: unknown) => {

@@ -14,7 +14,14 @@ import { WarmConnections } from './lean-client';
 import { benchResume, formatResume, withReplica } from './resume-bench';
 import { startBareEngine } from './bare-engine';
 import { benchDbCost, dbCostRatio, formatDbCost } from './db-cost';
-import { benchRealistic, formatRealistic, realisticRatios, startPlainAgUi } from './realistic-bench';
+import {
+  benchEngineAlone,
+  benchRealistic,
+  formatCeilings,
+  formatRealistic,
+  realisticRatios,
+  startPlainAgUi,
+} from './realistic-bench';
 import { engineFirstDeltaRound, engineMemory, engineRun } from './engine-bench';
 import type { EngineAgent, EngineMemory } from './engine-bench';
 import { differenceAtMost, formatRatios, ratioAtLeast, ratioAtMost } from './ratios';
@@ -236,6 +243,7 @@ async function startAdmissionFloor(
       lastMessages: config.lastMessages,
       readOnly: false,
       memory: true,
+      input: { request: input, principal: { resourceId, admin: false } },
     });
     reply.hijack();
     reply.raw.writeHead(200, SSE_HEADERS);
@@ -247,7 +255,7 @@ async function startAdmissionFloor(
         frame(2, { type: 'TEXT_MESSAGE_CONTENT', timestamp: Date.now(), messageId: 'm', delta: 'x ' }) +
           frame(3, { type: 'RUN_FINISHED', timestamp: Date.now(), ...base }),
       );
-      void store.endRun({ ...base, resourceId, end: { status: 'finished' }, produced: [] });
+      void store.endRun({ ...base, attempt: 1, resourceId, end: { status: 'finished' }, produced: [] });
     });
   });
   await server.listen({ port: 0, host: '127.0.0.1' });
@@ -891,7 +899,8 @@ async function main(): Promise<void> {
           ],
           progress,
         );
-        realistic = formatRealistic(figures);
+        const engineAlone = await benchEngineAlone(agent, progress);
+        realistic = `${formatRealistic(figures)}\n\n${formatCeilings(figures, engineAlone, plainName)}`;
         realisticRows = realisticRatios(figures, shipped, plainName);
       } finally {
         await plain.close();

@@ -9,6 +9,8 @@ import { RunEvents1764690700000 } from './1764690700000-run-events';
 import { RunInterrupts1764691000000 } from './1764691000000-run-interrupts';
 import { RunUsage1764692300000 } from './1764692300000-run-usage';
 import { OwnerBudgets1764692300100 } from './1764692300100-owner-budgets';
+import { DurableRuns1764692700000 } from './1764692700000-durable-runs';
+import { RunQueue1764692600000 } from './1764692600000-run-queue';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -23,4 +25,6 @@ export const migrations = [
   RunInterrupts1764691000000,
   RunUsage1764692300000,
   OwnerBudgets1764692300100,
+  RunQueue1764692600000,
+  DurableRuns1764692700000,
 ];

@@ -59,7 +59,8 @@ async function bootstrap(): Promise<void> {
     const drained = app
       ? app
           .get(GracefulShutdown)
-          .drainRuns()
+          // SIGTERM (a rollout, a node drain) hands runs over to the other replicas; Ctrl-C lets them finish.
+          .drainRuns(signal === 'SIGTERM')
           .then(() => app!.close())
       : Promise.resolve();
     void drained.then(stop).then(

@@ -4,7 +4,9 @@ import { Frame, memoryOf, openRun, postRun, readRun, shownText, uid } from './su
 import { assertStreamRules } from './support/stream-rules';
 
 /** The built service in a child process (so it can be SIGKILLed), ready to take requests. */
-const spawnInstance = (env: Record<string, string>) => startBuiltService({ LOG_LEVEL: 'error', ...env });
+// RUN_MAX_ATTEMPTS=1: these replicas never continue a run (durable-runs.e2e-spec.ts covers that): it ends INTERRUPTED.
+const spawnInstance = (env: Record<string, string>) =>
+  startBuiltService({ LOG_LEVEL: 'error', RUN_MAX_ATTEMPTS: '1', ...env });
 
 describe('a replica that dies mid-run', () => {
   const children: BuiltService[] = [];
@@ -19,7 +21,7 @@ describe('a replica that dies mid-run', () => {
     children.push(child);
     const runUrl = `${child.base}/run`;
     // Started before the kill: on a busy machine a start-up could outlast the lease.
-    const survivor = await startApp({ RUN_LEASE_MS: '3000' });
+    const survivor = await startApp({ RUN_LEASE_MS: '3000', RUN_MAX_ATTEMPTS: '1' });
     survivors.push(survivor);
 
     const threadId = uid('crash');
@@ -91,7 +93,7 @@ describe('a replica that dies mid-run', () => {
     // Nothing more reached the client before the kill: `shown` is all it saw.
     expect(shownText(live.frames)).toBe(shown);
 
-    const survivor = await startApp({ RUN_LEASE_MS: '3000' });
+    const survivor = await startApp({ RUN_LEASE_MS: '3000', RUN_MAX_ATTEMPTS: '1' });
     survivors.push(survivor);
     const dead = await eventually(async () => {
       const row = await runRow(input.runId);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { db, eventually, startApp, TestApp } from './support/app';
 import { startBuiltService } from './support/built-service';
 import { dbProxy, DbProxy } from './support/db-proxy';
-import { openRun, postRun, runInput, runToFrames } from './support/sse';
+import { openRun, parseFrames, postRun, runInput, runToFrames } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 describe('health, readiness and metrics', () => {
@@ -163,7 +163,7 @@ describe('graceful shutdown', () => {
     child?.kill('SIGKILL');
   });
 
-  it('on SIGTERM: not ready, refuses new runs, ends a run still going with SHUTTING_DOWN, records it, exits 0', async () => {
+  it('on SIGTERM: not ready, refuses new runs, hands a run still going over (its stream ends RUN_MOVED without an id), exits 0; the next replica finishes it', async () => {
     const port = await new Promise<number>((resolve) => {
       const s = createServer().listen(0, '127.0.0.1', () => {
         const p = (s.address() as { port: number }).port;
@@ -204,12 +204,31 @@ describe('graceful shutdown', () => {
     expect(refused.status).toBe(503);
     expect(await refused.json()).toMatchObject({ code: 'SHUTTING_DOWN' });
 
+    // No other replica takes it: relayed for SHUTDOWN_GRACE_MS, then RUN_MOVED, for this connection only.
     const frames = await live.done;
-    assertStreamRules(frames, input);
-    expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'SHUTTING_DOWN' });
+    expect(frames.at(-1)).toMatchObject({ unlogged: true, event: { type: 'RUN_ERROR', code: 'RUN_MOVED' } });
+    expect(frames.filter((f) => f.unlogged)).toHaveLength(1);
     expect(await exited).toBe(0);
-    const row = await db((c) => c.query('SELECT status, error_code FROM runs WHERE id = $1', [input.runId]));
-    expect(row.rows[0]).toEqual({ status: 'error', error_code: 'SHUTTING_DOWN' });
+    const row = await db((c) =>
+      c.query('SELECT status, handovers, lease_expires_at < now() AS lapsed FROM runs WHERE id = $1', [
+        input.runId,
+      ]),
+    );
+    expect(row.rows[0]).toEqual({ status: 'running', handovers: 1, lapsed: true });
+
+    // The next replica (a restart) continues it at start-up; the client rejoins after its last id.
+    const next = await startBuiltService({ LOG_LEVEL: 'error' });
+    try {
+      const last = frames.filter((f) => !f.unlogged).at(-1)!.id;
+      const res = await fetch(`${next.base}/runs/${input.runId}/events`, {
+        headers: { accept: 'text/event-stream', 'last-event-id': String(last) },
+      });
+      const rest = parseFrames(await res.text()).frames;
+      assertStreamRules([...frames.filter((f) => !f.unlogged), ...rest], input);
+      expect(rest.at(-1)!.event.type).toBe('RUN_FINISHED');
+    } finally {
+      next.kill();
+    }
   });
 });
 

@@ -162,13 +162,17 @@ describe('repositories: owner scoping', () => {
         );
       const before = await lease();
       const messages = [{ id: 'cp1', role: 'assistant' as const, content: 'shown' }];
-      expect(await runs.renewLeases([{ id: runId, resourceId: other }], 7_200_000)).toEqual([]);
-      expect(await runs.saveCheckpoints([{ id: runId, resourceId: other, messages }], 7_200_000)).toEqual([]);
+      expect(await runs.renewLeases([{ id: runId, resourceId: other, attempt: 1 }], 7_200_000)).toEqual([]);
+      expect(
+        await runs.saveCheckpoints([{ id: runId, resourceId: other, attempt: 1, messages }], 7_200_000),
+      ).toEqual([]);
       expect(await lease()).toEqual(before);
-      expect(await runs.renewLeases([{ id: runId, resourceId: owner }], 7_200_000)).toEqual([runId]);
-      expect(await runs.saveCheckpoints([{ id: runId, resourceId: owner, messages }], 7_200_000)).toEqual([
+      expect(await runs.renewLeases([{ id: runId, resourceId: owner, attempt: 1 }], 7_200_000)).toEqual([
         runId,
       ]);
+      expect(
+        await runs.saveCheckpoints([{ id: runId, resourceId: owner, attempt: 1, messages }], 7_200_000),
+      ).toEqual([runId]);
       expect(await lease()).toMatchObject({ checkpoint: messages });
       expect((await lease()).at).not.toBe(before.at);
     });

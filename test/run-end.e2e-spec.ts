@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Client } from 'pg';
-import { ConversationStore } from '../src/runs/storage/conversation.store';
+import { LapsedRuns } from '../src/runs/durable/lapsed-runs';
 import { db, endedRunRow, eventually, runRow, startApp, TestApp } from './support/app';
 import { openRun, postRun, runInput, runToFrames, types, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
@@ -92,7 +92,7 @@ describe('a run whose lease another instance took', () => {
   const LEASE_MS = 1500;
   let t: TestApp;
   beforeAll(async () => {
-    t = await startApp({ RUN_LEASE_MS: String(LEASE_MS) });
+    t = await startApp({ RUN_LEASE_MS: String(LEASE_MS), RUN_MAX_ATTEMPTS: '1' });
   });
   afterAll(() => t.close());
 
@@ -105,7 +105,7 @@ describe('a run whose lease another instance took', () => {
     );
 
     // As after an outage of this instance longer than its lease: the lease lapses and a reaper ends the run.
-    const reaper = t.app.get(ConversationStore);
+    const reaper = t.app.get(LapsedRuns);
     const reapedAt = await eventually(async () => {
       await db((c) =>
         c.query(`UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [
@@ -113,7 +113,7 @@ describe('a run whose lease another instance took', () => {
         ]),
       );
       // This instance's own renewal may extend the lease in between: then expire it again.
-      return (await reaper.reapLapsed(input.threadId)).includes(input.runId) ? Date.now() : undefined;
+      return (await reaper.endLapsed(input.threadId)).includes(input.runId) ? Date.now() : undefined;
       // A loaded machine can let the renewal in between several times running.
     }, 20_000);
 

@@ -45,6 +45,13 @@ const ROUTES: Array<{
   },
   { method: 'get', path: '/runs/{runId}', tag: 'runs', ok: '200', okRef: 'RunView', errors: ['404'] },
   { method: 'get', path: '/runs/{runId}/events', tag: 'runs', ok: '200', errors: ['400', '404', '410'] },
+  {
+    method: 'get',
+    path: '/threads/{threadId}/events',
+    tag: 'threads',
+    ok: '200',
+    errors: ['400', '404', '429'],
+  },
   { method: 'get', path: '/agents', tag: 'agents', ok: '200', okRef: 'AgentsList', errors: [] },
   { method: 'get', path: '/agents/{agentId}', tag: 'agents', ok: '200', okRef: 'AgentView', errors: ['404'] },
   {
@@ -317,7 +324,7 @@ describe('OpenAPI document at /docs-json', () => {
     const bodies = (method: string, path: string): Record<string, Json> =>
       op(method, `${P}${path}`).requestBody.content['application/json'].examples;
     const runs = bodies('post', '/run');
-    expect(Object.keys(runs)).toEqual(['chat', 'serverTool', 'frontendTool', 'memory', 'approval']);
+    expect(Object.keys(runs)).toEqual(['chat', 'serverTool', 'frontendTool', 'memory', 'queued', 'approval']);
     for (const [name, { value }] of Object.entries(runs)) {
       expect({ name, threadId: value.threadId, runId: value.runId }).toEqual({
         name,
@@ -332,6 +339,7 @@ describe('OpenAPI document at /docs-json', () => {
     });
     expect(runs.frontendTool.value.context).toHaveLength(1);
     expect(runs.memory.value.forwardedProps.memory).toMatchObject({ thread: runs.memory.value.threadId });
+    expect(runs.queued.value.forwardedProps.ifBusy).toBe('enqueue');
     expect(runs.approval.value.resume[0]).toMatchObject({ status: 'resolved', payload: { approved: true } });
     expect(bodies('post', '/threads').thread.value.id).toMatch(UUID);
     expect(Object.keys(bodies('post', '/runs/{runId}/tool-calls/{toolCallId}/result'))).toEqual([

@@ -52,16 +52,25 @@ export class FairShares {
 
   /** An open reader of `runId`, released when its stream closes; 429 TOO_MANY_READERS past a cap. */
   takeReader(owner: string, runId: string, address: string | undefined): () => void {
+    return this.takeStream(owner, `run:${runId}`, address);
+  }
+
+  /** An open stream of a thread's runs, counted as a reader (the thread's cap is the run's). */
+  takeThreadReader(owner: string, threadId: string, address: string | undefined): () => void {
+    return this.takeStream(owner, `thread:${threadId}`, address);
+  }
+
+  private takeStream(owner: string, stream: string, address: string | undefined): () => void {
     const { readersPerOwner, readersPerRun } = this.config.fairShare;
     const release = this.readers.take([
       [`owner:${owner}`, readersPerOwner],
-      [`run:${runId}`, readersPerRun],
+      [stream, readersPerRun],
       ...this.byAddress(address, readersPerOwner),
     ]);
     if (release) return release;
     throw new DomainError(
       'TOO_MANY_READERS',
-      `Too many open streams (at most ${readersPerOwner} per owner, ${readersPerRun} per run); close one and retry`,
+      `Too many open streams (at most ${readersPerOwner} per owner, ${readersPerRun} per run or thread); close one and retry`,
     );
   }
 

@@ -58,6 +58,8 @@ const DEFAULTS: AppConfig = {
   clientProtocol: 'io-intelligence',
   approvalTtlMs: 86_400_000,
   runLeaseMs: 20_000,
+  runMaxAttempts: 3,
+  runQueueWaitMs: 60_000,
   lastMessages: 40,
   runEvents: { retentionMs: 900_000, maxQueuedBytes: 1024 * 1024, writeTimeoutMs: 30_000 },
   disconnectGrace: { defaultMs: 0, maxMs: 600_000 },
@@ -212,6 +214,8 @@ describe('loadConfig', () => {
         clientProtocol: 'ag-ui',
         approvalTtlMs: 60_000,
         runLeaseMs: 300,
+        runMaxAttempts: 3,
+        runQueueWaitMs: 60_000,
         lastMessages: 7,
         runEvents: {
           retentionMs: 900_000,

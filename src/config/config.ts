@@ -278,7 +278,17 @@ export const VARIABLES = {
   RUN_LEASE_MS: {
     schema: int(300, 600_000).default(20_000),
     at: 'runLeaseMs',
-    doc: "a run's lease; a replica that dies frees its threads this long after its last renewal (`INTERRUPTED`)",
+    doc: "a run's lease; a replica that dies hands its runs to another this long after its last renewal (which continues them)",
+  },
+  RUN_MAX_ATTEMPTS: {
+    schema: int(1, 100).default(3),
+    at: 'runMaxAttempts',
+    doc: 'how many times a run may lose its replica (`kill -9`, a crash) and be continued by another; after that it ends `RUN_ERROR INTERRUPTED` (`1`: never continued)',
+  },
+  RUN_QUEUE_WAIT_MS: {
+    schema: int(1_000, 3_600_000).default(60_000),
+    at: 'runQueueWaitMs',
+    doc: 'how long a `POST /run` with `forwardedProps.ifBusy` `enqueue` or `interrupt` waits for its busy thread before it is refused (409 `THREAD_BUSY`); keep it under the read timeout of proxies in front',
   },
   RUN_EVENTS_RETENTION_MS: {
     schema: int(1_000, 7 * 86_400_000).default(900_000),
@@ -313,12 +323,12 @@ export const VARIABLES = {
   MAX_READERS_PER_OWNER: {
     schema: int(1, 1_000_000).default(20),
     at: 'fairShare.readersPerOwner',
-    doc: "an owner's open `GET /runs/:runId/events` streams, per instance (429 `TOO_MANY_READERS`); with `AUTH_MODE=none` also per client address",
+    doc: "an owner's open `GET /runs/:runId/events` and `GET /threads/:threadId/events` streams, per instance (429 `TOO_MANY_READERS`); with `AUTH_MODE=none` also per client address",
   },
   MAX_READERS_PER_RUN: {
     schema: int(1, 1_000_000).default(10),
     at: 'fairShare.readersPerRun',
-    doc: 'open `GET /runs/:runId/events` streams of one run, per instance (429 `TOO_MANY_READERS`)',
+    doc: 'open `GET /runs/:runId/events` streams of one run, or `GET /threads/:threadId/events` streams of one thread, per instance (429 `TOO_MANY_READERS`)',
   },
   LAST_MESSAGES: {
     schema: int(0, 10_000).default(40),

@@ -12,6 +12,9 @@ export const CHANNELS = [
   'io_bridge_thread_cancel',
   'io_bridge_run_events',
   'io_bridge_run_watch',
+  'io_bridge_thread_run',
+  'io_bridge_thread_watch',
+  'io_bridge_runs_handed_over',
 ] as const;
 export type Channel = (typeof CHANNELS)[number];
 

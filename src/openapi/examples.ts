@@ -119,6 +119,22 @@ export function runExamples(): Record<string, Example> {
         },
       },
     },
+    queued: {
+      summary:
+        'A second message while the thread still answers: it waits its turn (forwardedProps.ifBusy; interrupt would cancel the answer)',
+      value: {
+        threadId: remembered.threadId,
+        runId: randomUUID(),
+        messages: [user('And a restaurant for the first evening?')],
+        tools: [],
+        context: [],
+        forwardedProps: {
+          agentId: 'assistant',
+          memory: { thread: remembered.threadId, resource: OWNER },
+          ifBusy: 'enqueue',
+        },
+      },
+    },
     approval: {
       summary: "Answering an approval (an AG-UI interrupt) of an earlier run's tool call on the same thread",
       value: {
@@ -169,6 +185,9 @@ const sse = (events: object[]) =>
         `id: ${i + 1}\ndata: ${JSON.stringify({ ...event, timestamp: 1796029502481 + i * 40 })}\n\n`,
     )
     .join('');
+
+/** A run's frames as a thread's stream numbers them: `id: <run>:<seq>`. */
+const threadStream = (frames: string, run: number) => frames.replace(/^id: /gm, `id: ${run}:`);
 
 const uiMessages = {
   messages: [
@@ -368,6 +387,15 @@ export function operationExamples(): Record<string, OperationExamples> {
         '200': one(
           'The events after id 5, then the live ones',
           sse(STREAM).split('\n\n').slice(5).join('\n\n'),
+        ),
+      },
+    },
+    ThreadEventsController_events: {
+      params: { threadId: THREAD, after: '2:5', 'Last-Event-ID': '2:5' },
+      responses: {
+        '200': one(
+          "After id 2:5: the rest of the thread's second run, then each later run as it starts",
+          threadStream(sse(STREAM).split('\n\n').slice(5).join('\n\n'), 2) + threadStream(sse(STREAM), 3),
         ),
       },
     },

@@ -57,6 +57,8 @@ export const RUN_ERROR_CODES = [
   // The owner's token budget was crossed by this run: it ends after the step that crossed it.
   'QUOTA_EXCEEDED',
   'SHUTTING_DOWN',
+  // The replica relaying the run drains; the run goes on elsewhere: rejoin at GET /runs/:runId/events.
+  'RUN_MOVED',
   'INTERRUPTED',
   // The database is down or not answering: the run cannot be recorded or keep its lease; retry later.
   'SERVICE_UNAVAILABLE',

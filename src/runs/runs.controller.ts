@@ -40,7 +40,8 @@ import { EARLY_RESULTS_PER_RUN } from './storage/tool-calls.repository';
 import { PinoLogger } from 'nestjs-pino';
 import { Metrics } from '../ops/metrics.service';
 import { RunRateLimitGuard } from './run-rate-limit.guard';
-import { SseWriter, SseWriterOptions } from './stream/sse-writer';
+import { SseConnection, SseWriter, SseWriterOptions, sseWriterOptions } from './stream/sse-writer';
+import { ThreadStreams } from './stream/thread-streams.service';
 import { RunStreams } from './stream/run-streams.service';
 
 @ApiTags('runs')
@@ -60,6 +61,7 @@ export class RunsController {
   constructor(
     private readonly runs: RunsService,
     private readonly streams: RunStreams,
+    private readonly threadStreams: ThreadStreams,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
     private readonly pino: PinoLogger,
@@ -84,11 +86,13 @@ export class RunsController {
     content: RUN_STREAM_CONTENT,
   })
   @ApiErrors({
-    VALIDATION_FAILED: 'the body is not a valid RunAgentInput, or not JSON',
+    VALIDATION_FAILED:
+      'the body is not a valid RunAgentInput (e.g. an unknown forwardedProps.ifBusy), or not JSON',
     NOT_FOUND:
       'unknown forwardedProps.agentId, a thread another owner holds, or an unknown interrupt in resume',
     RUN_ALREADY_EXISTS: 'the runId was used before: use a new runId for every run',
-    THREAD_BUSY: 'the thread has an active run',
+    THREAD_BUSY:
+      'the thread has an active run (forwardedProps.ifBusy reject, the default), or still had one after RUN_QUEUE_WAIT_MS (enqueue, interrupt)',
     INTERRUPT_ALREADY_RESOLVED: 'resume answers an interrupt that was answered already',
     INTERRUPT_EXPIRED: 'resume answers an interrupt older than APPROVAL_TTL_MS',
     PAYLOAD_TOO_LARGE: 'the body is larger than MAX_BODY_BYTES',
@@ -125,8 +129,9 @@ export class RunsController {
       return;
     }
     this.metrics.timedByController.add(reply.raw);
-    const writer = new SseWriter(reply, this.writerOptions());
+    const writer = new SseWriter(new SseConnection(reply, this.writerOptions()));
     this.streams.open(input.runId, run.events$, run.disconnectGraceMs, run.abandon, writer);
+    if (!run.stateless) this.threadStreams.runStarted(input.threadId);
     // RUN_STARTED was written synchronously; the whole request lasts until the stream ends.
     this.metrics.timeToFirstEvent.observe(secondsSince(started));
     this.observeDurationAtClose(reply.raw, started);
@@ -203,7 +208,7 @@ export class RunsController {
     reply.raw.once('close', share);
     try {
       const join = await this.streams.join(runId, principal, after);
-      if (join) join(new SseWriter(reply, this.writerOptions(), after));
+      if (join) join(new SseWriter(new SseConnection(reply, this.writerOptions()), after));
       else await reply.status(204).send();
     } catch (err) {
       share();
@@ -212,12 +217,7 @@ export class RunsController {
   }
 
   private writerOptions(): SseWriterOptions {
-    return {
-      heartbeatMs: this.config.heartbeatMs,
-      maxQueuedBytes: this.config.runEvents.maxQueuedBytes,
-      writeTimeoutMs: this.config.runEvents.writeTimeoutMs,
-      onWriteTimeout: () => this.metrics.streamsClosed.inc({ reason: 'write_timeout' }),
-    };
+    return sseWriterOptions(this.config, this.metrics);
   }
 
   /** A frontend tool's result, delivered to the waiting run on whichever instance holds it. */

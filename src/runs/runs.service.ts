@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { concat, defer, from, mergeMap, Observable, Observer, Subscribable, Unsubscribable } from 'rxjs';
+import { Subscribable } from 'rxjs';
 import { idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { FairShares } from '../common/fair-shares';
@@ -15,13 +15,12 @@ import { isActiveStatus } from './storage/run.entity';
 import { FrontendToolBroker } from './tools/frontend-tools.broker';
 import { LiveRuns } from './engine/live-runs';
 import { MastraRunner } from './engine/mastra-runner';
-import { translate } from './engine/mastra-to-agui';
 import { RunDeps, RunExecution } from './engine/run-execution';
-import { ownToolCalls } from './tools/own-tool-calls';
-import { guardLifecycle } from './engine/lifecycle-guard';
+import { PipelineDeps, runEvents$ } from './engine/run-pipeline';
 import { PreparedRun, RunPreparer } from './engine/run-preparer';
 import { Claimed, ClaimRun, ConversationStore } from './storage/conversation.store';
 import { RunLeases } from './engine/run-leases';
+import { BusyThreads } from './engine/busy-threads';
 import { RunsRepository } from './storage/runs.repository';
 import { ToolCallsRepository } from './storage/tool-calls.repository';
 import { AnsweredInterrupt, InterruptsRepository } from './storage/interrupts.repository';
@@ -45,6 +44,8 @@ export type StartedRun = {
   disconnectGraceMs: number;
   /** Stops the run as its client having left (RUN_ERROR CANCELLED still goes to the events). */
   abandon: () => void;
+  /** Not part of a stored thread (no memory named): no thread stream shows it. */
+  stateless: boolean;
 };
 
 /** Starts runs: refuses what can be refused before streaming, records the run, returns its events. */
@@ -52,6 +53,7 @@ export type StartedRun = {
 export class RunsService {
   private readonly log = new Logger(RunsService.name);
   private readonly deps: RunDeps;
+  private readonly pipelineDeps: PipelineDeps;
   /** TOKEN_BUDGET_PER_OWNER and its window: an owner's own budget (owner_quotas) overrides it in the claim. */
   private readonly budget: { tokens: number | null; windowMs: number };
 
@@ -69,8 +71,10 @@ export class RunsService {
     private readonly metrics: Metrics,
     private readonly shares: FairShares,
     private readonly interrupts: InterruptsRepository,
+    private readonly busyThreads: BusyThreads,
   ) {
     this.budget = { tokens: config.budgets.tokens ?? null, windowMs: config.budgets.windowMs };
+    this.pipelineDeps = { runner, live, log: this.log };
     this.deps = {
       conversations,
       interrupts,
@@ -132,7 +136,7 @@ export class RunsService {
     share: () => void,
     clientGone?: AbortSignal,
   ): Promise<StartedRun | undefined> {
-    const claimed = await this.claimWaiting({
+    const claimed = await this.claimWaiting(prepared, clientGone, {
       threadId: input.threadId,
       runId: input.runId,
       resourceId: principal.resourceId,
@@ -144,6 +148,7 @@ export class RunsService {
       readOnly: prepared.readOnly,
       memory: prepared.memory,
       budget: this.budget,
+      input: { request: input, principal: { resourceId: principal.resourceId, admin: principal.admin } },
     });
     prepared.stateless = claimed.stateless;
     prepared.budget = claimed.budget;
@@ -163,32 +168,35 @@ export class RunsService {
     }
     // Made here, not in the subscription, so that the closures below keep the run and not the history.
     const execution = new RunExecution(prepared, this.deps, claimed.history, resumed);
-    const events$: Subscribable<AguiEvent> = {
-      subscribe: (reader) => {
-        execution.start();
-        this.live.add(execution);
-        const reading = new RunReading(execution, reader, this.live, share);
-        // Not the reader's subscription: a run whose reader left still records its end.
-        this.events(execution).subscribe(reading);
-        return reading;
-      },
-    };
+    const events$ = runEvents$(execution, this.pipelineDeps, share);
     const abandon = () => {
       if (execution.started && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
     };
-    return { events$, disconnectGraceMs: prepared.disconnectGraceMs, abandon };
+    return { events$, disconnectGraceMs: prepared.disconnectGraceMs, abandon, stateless: claimed.stateless };
   }
 
   /**
    * The claim; a busy thread whose run here is ending (its client just left) is claimed once it
    * ended. The end of a run elsewhere, or one that ended here a moment ago, is in flight: tried once
-   * more after a moment.
+   * more after a moment. A request that asked to wait (`ifBusy` enqueue or interrupt) waits its turn.
    */
-  private async claimWaiting(claim: ClaimRun): Promise<Claimed> {
+  private async claimWaiting(
+    prepared: PreparedRun,
+    clientGone: AbortSignal | undefined,
+    claim: ClaimRun,
+  ): Promise<Claimed> {
     try {
       return await this.conversations.claim(claim);
     } catch (err) {
       if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
+      if (prepared.ifBusy !== 'reject') {
+        return this.busyThreads.claimWhenFree(
+          prepared,
+          prepared.ifBusy,
+          (queueTicket) => this.conversations.claim({ ...claim, queueTicket }),
+          clientGone,
+        );
+      }
       if (!(await this.live.ended(claim.threadId, BUSY_THREAD_WAIT_MS)))
         await new Promise((resolve) => setTimeout(resolve, BUSY_THREAD_RETRY_MS));
       return this.conversations.claim(claim);
@@ -196,36 +204,17 @@ export class RunsService {
   }
 
   /**
-   * One run's events: RUN_STARTED on subscription (the guard's), its chunks translated and guarded,
-   * then the terminal event once the end is recorded. The engine starts right behind RUN_STARTED.
+   * A lapsed run this replica claimed (RunContinuations): it goes on from the steps an earlier
+   * replica completed (`carried`, also in `history`), its steps named after `stepsBefore`.
    */
-  private events(run: RunExecution): Observable<AguiEvent> {
-    const { threadId, runId } = run.prepared;
-    const engine = () => {
-      const { messages, call } = run.agentCall();
-      return this.runner.stream(run.prepared.agent.agent, messages, call);
-    };
-    // A resumed run first shows the results of the approvals it answers; the model sees them after their calls.
-    const source = run.resumed.length
-      ? concat(from(run.resumedResults()).pipe(mergeMap((chunks) => from(chunks))), defer(engine))
-      : engine();
-    return run.inSpan(source).pipe(
-      ownToolCalls(run.tools),
-      translate(),
-      guardLifecycle({
-        threadId,
-        runId,
-        adopted: run.resumed.map((r) => r.toolCallId),
-        results: run.results,
-        warn: (message) => this.log.warn(`run ${runId}: ${message}`),
-        end: (stopped, closeOpen) =>
-          run.end(stopped, closeOpen).catch((err: unknown) => {
-            // The guard still ends the stream (RUN_ERROR INTERNAL); the cause is for the log only.
-            this.log.error(err instanceof Error ? (err.stack ?? err.message) : 'run failed', `run ${runId}`);
-            throw err;
-          }),
-      }),
-    );
+  continued(
+    prepared: PreparedRun,
+    history: StoredMessage[],
+    carried: StoredMessage[],
+    stepsBefore: number,
+  ): Subscribable<AguiEvent> {
+    const execution = new RunExecution(prepared, this.deps, history, [], carried);
+    return runEvents$(execution, this.pipelineDeps, () => undefined, { stepsBefore });
   }
 
   /** A run whose client left before its stream began: recorded at once, so its thread is free. */
@@ -234,6 +223,7 @@ export class RunsService {
     try {
       await this.conversations.endRun({
         runId: run.runId,
+        attempt: run.attempt,
         threadId: run.threadId,
         resourceId: run.principal.resourceId,
         end,
@@ -300,47 +290,5 @@ export class RunsService {
       throw new DomainError('RUN_NOT_ACTIVE', `Run '${runId}' is not active`);
     }
     await this.broker.requestCancel(runId);
-  }
-}
-
-/**
- * The reader of a run's events, as the run's pipeline sees it: each event is counted and collected
- * (RunExecution.observe) before the reader gets it. The reader's unsubscription stops the run
- * (CANCELLED) without tearing the pipeline down, so the run still records its end. One object, the
- * pipeline's only subscriber: not an Observable wrapped around it, which would add a subscription
- * per open run.
- */
-class RunReading implements Observer<AguiEvent>, Unsubscribable {
-  private closed = false;
-
-  constructor(
-    private readonly run: RunExecution,
-    private readonly reader: Partial<Observer<AguiEvent>>,
-    private readonly live: LiveRuns,
-    private readonly share: () => void,
-  ) {}
-
-  next(event: AguiEvent): void {
-    this.run.observe(event);
-    if (!this.closed) this.reader.next?.(event);
-  }
-
-  /** Never called (the pipeline never errors); passed on if it were. */
-  error(err: unknown): void {
-    this.live.delete(this.run);
-    this.share();
-    if (!this.closed) this.reader.error?.(err);
-  }
-
-  complete(): void {
-    this.live.delete(this.run);
-    this.share();
-    if (!this.closed) this.reader.complete?.();
-  }
-
-  unsubscribe(): void {
-    if (this.closed) return;
-    this.closed = true;
-    if (!this.run.ended) this.run.stop('CANCELLED', 'The client disconnected');
   }
 }

@@ -28,8 +28,17 @@ describe('parseForwardedProps', () => {
       readOnly: false,
       generateTitle: false,
       namesMemory: false,
+      ifBusy: 'reject',
       extras: {},
     });
+  });
+
+  it('reads ifBusy: reject (the default), enqueue or interrupt; anything else is a 400 naming it', () => {
+    for (const ifBusy of ['reject', 'enqueue', 'interrupt']) expect(parse({ ifBusy }).ifBusy).toBe(ifBusy);
+    expect(parse({ ifBusy: null }).ifBusy).toBe('reject');
+    for (const ifBusy of ['queue', 'REJECT', '', 1, true, {}]) {
+      expect(problems({ ifBusy })).toEqual(['forwardedProps.ifBusy']);
+    }
   });
 
   it('says the request names memory when memory.thread, memoryOptions or memory.options is there', () => {

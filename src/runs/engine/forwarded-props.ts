@@ -5,6 +5,10 @@ import type { ModelSettings } from '../../agents/agent-definition';
 
 export type { ModelSettings };
 
+/** What a run request does when its thread has a run in progress (`forwardedProps.ifBusy`). */
+export const IF_BUSY = ['reject', 'enqueue', 'interrupt'] as const;
+export type IfBusy = (typeof IF_BUSY)[number];
+
 export type ModelCeilings = {
   maxTokens: number;
   maxSteps: number;
@@ -26,6 +30,8 @@ export type RunOptions = {
   namesMemory: boolean;
   /** How long the run goes on once its client left, for a rejoin (`disconnectGraceMs`), clamped to the ceiling. */
   disconnectGraceMs?: number;
+  /** What the request does when its thread has a run in progress (default `reject`: 409 THREAD_BUSY). */
+  ifBusy: IfBusy;
   /** How this run answers frontend tools (CONTRACT section 9); absent: the server's CLIENT_PROTOCOL. */
   clientProtocol?: ClientProtocol;
   /** Absent also when the client sent `structuredOutput` without a schema. */
@@ -42,6 +48,7 @@ const KNOWN = new Set([
   'structuredOutput',
   'disconnectGraceMs',
   'clientProtocol',
+  'ifBusy',
 ]);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -107,6 +114,11 @@ export function parseForwardedProps(
     });
   }
 
+  const ifBusy = p.ifBusy ?? 'reject';
+  if (!(IF_BUSY as readonly unknown[]).includes(ifBusy)) {
+    problems.push({ path: 'forwardedProps.ifBusy', message: `must be one of ${IF_BUSY.join(', ')}` });
+  }
+
   const ms = object(p.modelSettings, 'forwardedProps.modelSettings');
   const path = 'forwardedProps.modelSettings';
   const maxTokens = number(ms, 'maxTokens', path, true);
@@ -168,6 +180,7 @@ export function parseForwardedProps(
     readOnly,
     generateTitle,
     namesMemory,
+    ifBusy: ifBusy as IfBusy,
     ...(disconnectGraceMs !== undefined
       ? { disconnectGraceMs: clamp(disconnectGraceMs, 0, ceilings.maxDisconnectGraceMs) }
       : {}),

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { RunErrorCode } from '../../protocol/agui-events';
+import type { HandedRun } from '../durable/lapsed-runs';
 
 /** A run streaming on this instance, as shutdown sees it. */
 export type LiveRun = {
@@ -7,6 +8,8 @@ export type LiveRun = {
   /** Told to stop (its client left, cancel, shutdown), its end not recorded yet. */
   readonly stopping: boolean;
   stop(code: RunErrorCode, message: string): void;
+  /** Stops it here without an end, for another replica to continue; undefined when it is ending anyway. */
+  handOver(): HandedRun | undefined;
 };
 
 /** How long a run of a busy thread has to be heard stopping: a client's disconnect arrives within it. */
@@ -62,6 +65,11 @@ export class LiveRuns {
 
   get count(): number {
     return this.runs.size;
+  }
+
+  /** Stops every run that is not ending here without an end (a drain hands them over); returns them. */
+  handOverAll(): HandedRun[] {
+    return [...this.runs].flatMap((run) => run.handOver() ?? []);
   }
 
   /** Ends every run with RUN_ERROR `code` (graceful shutdown); resolves when all are recorded, or at the timeout. */

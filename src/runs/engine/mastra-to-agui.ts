@@ -36,7 +36,13 @@ export class MastraToAgui {
   /** The validated structured output, when the run asked for one. */
   private object: unknown;
 
-  constructor(private readonly newId: () => string = randomUUID) {}
+  constructor(
+    private readonly newId: () => string = randomUUID,
+    /** Steps the run showed before (a continued run's): step names go on after them. */
+    stepsBefore = 0,
+  ) {
+    this.step = stepsBefore;
+  }
 
   translate(chunk: MastraChunk): Translation {
     const p = chunk.payload ?? {};
@@ -159,10 +165,10 @@ export class MastraToAgui {
  * subscription with a translator of its own. It completes after the first outcome: the run ends
  * there, and unsubscribing stops the engine from sending more.
  */
-export function translate(newId?: () => string): OperatorFunction<MastraChunk, Translation> {
+export function translate(newId?: () => string, stepsBefore = 0): OperatorFunction<MastraChunk, Translation> {
   return (chunks) =>
     new Observable<Translation>((subscriber) =>
-      chunks.subscribe(new Translating(new MastraToAgui(newId), subscriber)),
+      chunks.subscribe(new Translating(new MastraToAgui(newId, stepsBefore), subscriber)),
     );
 }
 

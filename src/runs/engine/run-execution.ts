@@ -22,7 +22,8 @@ import { RunToolCalls } from '../tools/run-tool-calls';
 import { MastraChunk } from './mastra-to-agui';
 import { AgentCall } from './mastra-runner';
 import { DATABASE_UNAVAILABLE, decideEnding, Ending, endRunSpan, StopReason, unrecorded } from './run-ending';
-import { LeaseHolder, RunLeases } from './run-leases';
+import { Checkpoint, LeaseHolder, RunLeases } from './run-leases';
+import type { HandedRun } from '../durable/lapsed-runs';
 import { ReportedResult, Stopped, Terminal } from './lifecycle-guard';
 import { PreparedRun } from './run-preparer';
 import { estimateTokens, fitToContext } from './context-window';
@@ -68,6 +69,8 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   private span: Span | undefined;
   /** The tokens its model calls reported, one entry per provider and model (made on first use). */
   private usage: TokenUsage[] | undefined;
+  /** The steps completed so far and the messages up to the last one's end (made on the first). */
+  private steps: Checkpoint['steps'];
 
   /**
    * `history` is what the model sees (stored history, then the incoming messages): handed to the
@@ -79,6 +82,8 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     private history: StoredMessage[] = [],
     /** Approvals answered by this run's `resume`: their calls run (or are declined) before the model goes on. */
     readonly resumed: AnsweredInterrupt[] = [],
+    /** A continued run: the messages of the steps an earlier replica completed (stored with its own). */
+    private readonly carried: StoredMessage[] = [],
   ) {
     this.tools = new RunToolCalls(prepared, deps.toolCalls);
   }
@@ -118,6 +123,10 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
 
   get resourceId(): string {
     return this.prepared.principal.resourceId;
+  }
+
+  get attempt(): number {
+    return this.prepared.attempt;
   }
 
   /** Events shown so far (the lease's checkpoints follow it). */
@@ -172,9 +181,39 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
   }
 
-  /** LeaseHolder: what to keep if this instance dies now. */
-  checkpoint(): StoredMessage[] | undefined {
-    return this.stores ? this.collector.produced(this.collector.openTextIds()) : undefined;
+  /** LeaseHolder: what to keep if this instance dies now, and what to continue from elsewhere. */
+  checkpoint(): Checkpoint {
+    return {
+      messages: this.stores ? this.produced(this.collector.openTextIds()) : undefined,
+      steps: this.steps,
+    };
+  }
+
+  /** What the run produced, the carried steps first; text cut short (`cut`) says so. */
+  private produced(cut?: ReadonlySet<string>): StoredMessage[] {
+    const own = this.collector.produced(cut);
+    return this.carried.length ? [...this.carried, ...own] : own;
+  }
+
+  /**
+   * Handed over to another replica (this one drains): stops here without recording an end (the
+   * caller tore its stream down); returns what the other replica continues from.
+   */
+  handOver(): HandedRun {
+    this.deps.broker.untrack(this.runId);
+    this.tools.results.complete();
+    this.deps.leases.release(this.runId, this);
+    this.stop('CANCELLED', 'Handed over to another replica');
+    this.span?.end();
+    this.deps.metrics.activeRuns.dec();
+    const { messages, steps } = this.checkpoint();
+    return {
+      id: this.runId,
+      resourceId: this.resourceId,
+      attempt: this.attempt,
+      messages,
+      progress: steps?.messages,
+    };
   }
 
   stop(code: RunErrorCode, message: string): void {
@@ -272,6 +311,9 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     this.collector.observe(event);
     this.tools.shown(event);
     this.shown++;
+    // A step completed: another replica would continue from here (the lease's next checkpoint keeps it).
+    if (event.type === 'STEP_FINISHED')
+      this.steps = { count: (this.steps?.count ?? 0) + 1, messages: this.produced() };
     if (!TERMINAL_TYPES.has(event.type)) return;
     this.terminalShown = true;
     if (this.titleWanted && event.type === 'RUN_FINISHED')
@@ -369,10 +411,11 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     const written = this.deps.conversations
       .endRun({
         runId,
+        attempt: this.attempt,
         threadId,
         resourceId: this.prepared.principal.resourceId,
         end: this.usage ? { ...end, usage: this.usage } : end,
-        produced: this.stores ? this.collector.produced(cut) : [],
+        produced: this.stores ? this.produced(cut) : [],
       })
       .then(
         () => undefined,

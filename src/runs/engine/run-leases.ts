@@ -2,7 +2,6 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import type { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { StoredMessage } from '../../threads/message-format';
-import { ConversationStore } from '../storage/conversation.store';
 import { HeldRun, RunsRepository } from '../storage/runs.repository';
 
 /** How often what a streaming run has shown is written down, at most (one statement for all runs). */
@@ -15,19 +14,33 @@ export const CHECKPOINT_MS = 1000;
 export interface LeaseHolder {
   /** The run's owner: renewals and checkpoints are scoped by it, as every statement on a run. */
   readonly resourceId: string;
+  /** Which claim of the run this is (a continued run's is its attempt): a later claim elsewhere supersedes it. */
+  readonly attempt: number;
   /** Counts what the run has shown; a checkpoint is written when it moved. */
   readonly shownCount: number;
   /** Another instance ended the run (its lease lapsed meanwhile): it must stop at once. */
   leaseLost(): void;
   /** The lease could not be renewed in time (the database is down or frozen) and may lapse: stop. */
   leaseUnrenewable(): void;
-  /** What to keep if this instance dies now; undefined for a run that stores nothing. */
-  checkpoint(): StoredMessage[] | undefined;
+  /** What to keep if this instance dies now, and what another continues from. */
+  checkpoint(): Checkpoint;
 }
+
+/**
+ * A run's checkpoint: `messages`, what it showed (kept in its thread if it ends INTERRUPTED;
+ * undefined for a run that stores nothing); `steps`, its completed steps and the messages up to the
+ * end of the last (another replica continues from there).
+ */
+export type Checkpoint = {
+  messages?: StoredMessage[];
+  steps?: { count: number; messages: StoredMessage[] };
+};
 
 type Held = {
   holder: LeaseHolder;
   written: number;
+  /** Completed steps whose progress is written. */
+  stepsWritten: number;
   /** When the last renewal that succeeded was sent (or the run was claimed): the lease runs from about then. */
   since: number;
   /** Told it may lapse (once). */
@@ -35,8 +48,7 @@ type Held = {
 };
 
 /**
- * Keeps the leases of this instance's runs fresh, and ends the runs of instances that died (their
- * leases lapsed) as INTERRUPTED, at start-up and then periodically, so no thread stays busy forever.
+ * Keeps the leases of this instance's runs fresh (runs whose lease lapsed are RunContinuations').
  * While runs stream, what they have shown is checkpointed (at most every CHECKPOINT_MS, one
  * statement for all of them), so a run whose instance is killed keeps it. A run whose row another
  * instance ended is told so by the first renewal or checkpoint after it; a run whose lease cannot be
@@ -53,22 +65,19 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly runs: RunsRepository,
-    private readonly conversations: ConversationStore,
   ) {}
 
   get leaseMs(): number {
     return this.config.runLeaseMs;
   }
 
-  async onApplicationBootstrap(): Promise<void> {
-    await this.reap();
+  onApplicationBootstrap(): void {
     const every = (ms: number, fn: () => Promise<void>) => {
       const timer = setInterval(() => void fn(), ms);
       timer.unref();
       this.timers.push(timer);
     };
     every(Math.max(100, Math.floor(this.leaseMs / 3)), () => this.renew());
-    every(Math.max(100, Math.floor(this.leaseMs / 2)), () => this.reap());
     every(Math.min(CHECKPOINT_MS, Math.max(100, Math.floor(this.leaseMs / 3))), () => this.checkpoint());
   }
 
@@ -78,7 +87,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   hold(runId: string, holder: LeaseHolder): void {
-    this.held.set(runId, { holder, written: 0, since: Date.now(), unrenewable: false });
+    this.held.set(runId, { holder, written: 0, stepsWritten: 0, since: Date.now(), unrenewable: false });
   }
 
   /** The run's end is decided: its lease is no longer renewed here (its end statement ends it). */
@@ -97,7 +106,11 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     const ids = [...this.held.keys()];
     try {
       const active = await this.runs.renewLeases(
-        [...this.held].map(([id, held]) => ({ id, resourceId: held.holder.resourceId })),
+        [...this.held].map(([id, { holder }]) => ({
+          id,
+          resourceId: holder.resourceId,
+          attempt: holder.attempt,
+        })),
         this.leaseMs,
       );
       this.renewed(active, sent);
@@ -110,17 +123,25 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   /** Writes the checkpoints of the runs that showed something since their last one. */
   private async checkpoint(): Promise<void> {
     if (this.checkpointing) return;
-    const due: Array<[string, Held, number]> = [];
-    const checkpoints: Array<HeldRun & { messages: StoredMessage[] }> = [];
+    const due: Array<[string, Held, number, number]> = [];
+    const checkpoints: Array<HeldRun & { messages?: StoredMessage[]; progress?: StoredMessage[] }> = [];
     for (const [runId, held] of this.held) {
       const shown = held.holder.shownCount;
       if (shown === held.written) continue;
-      const messages = held.holder.checkpoint();
-      // Nothing to keep yet (or a run that stores nothing): no write.
-      if (!messages?.length) held.written = shown;
+      const { messages, steps } = held.holder.checkpoint();
+      // Progress only when a step completed since: it does not change in between.
+      const progress = steps && steps.count > held.stepsWritten ? steps.messages : undefined;
+      // Nothing to keep yet: no write.
+      if (!messages?.length && !progress) held.written = shown;
       else {
-        checkpoints.push({ id: runId, resourceId: held.holder.resourceId, messages });
-        due.push([runId, held, shown]);
+        checkpoints.push({
+          id: runId,
+          resourceId: held.holder.resourceId,
+          attempt: held.holder.attempt,
+          ...(messages?.length ? { messages } : {}),
+          ...(progress ? { progress } : {}),
+        });
+        due.push([runId, held, shown, steps?.count ?? 0]);
       }
     }
     if (!due.length) return;
@@ -129,7 +150,10 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       const active = await this.runs.saveCheckpoints(checkpoints, this.leaseMs);
       this.renewed(active, sent);
-      for (const [, held, shown] of due) held.written = shown;
+      for (const [, held, shown, steps] of due) {
+        held.written = shown;
+        held.stepsWritten = steps;
+      }
       this.notifyLost(
         due.map(([runId]) => runId),
         active,
@@ -159,16 +183,6 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
       if (!held) continue;
       this.log.warn(`run ${runId} was ended by another instance (its lease lapsed): stopping it`);
       held.holder.leaseLost();
-    }
-  }
-
-  private async reap(): Promise<void> {
-    try {
-      const ended = await this.conversations.reapLapsed();
-      if (ended.length)
-        this.log.warn(`marked ${ended.length} run(s) of stopped instances INTERRUPTED: ${ended.join(', ')}`);
-    } catch (err) {
-      this.log.warn(`reaping lapsed runs failed: ${(err as Error).message}`);
     }
   }
 }

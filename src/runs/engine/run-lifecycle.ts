@@ -21,6 +21,8 @@ export type LifecycleOptions = {
   emit: (event: AguiEvent) => void;
   warn?: (message: string) => void;
   newId?: () => string;
+  /** The run's log already has its RUN_STARTED (a continued run's): it is not sent again. */
+  started?: boolean;
 };
 
 /**
@@ -51,6 +53,7 @@ export class RunLifecycle {
     this.emit = options.emit;
     this.warn = options.warn ?? (() => undefined);
     this.newId = options.newId ?? randomUUID;
+    if (options.started) this.state = 'open';
   }
 
   get ended(): boolean {

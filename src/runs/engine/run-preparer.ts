@@ -10,7 +10,7 @@ import { APP_CONFIG } from '../../config/config.module';
 import { contextToModelMessages, ModelMessage } from '../../threads/agui-to-model';
 import { StoredMessage, textOf, toStored } from '../../threads/message-format';
 import { RunAgentInputDto, ToolDto } from '../../protocol/run-agent-input.dto';
-import { ModelSettings, parseForwardedProps } from './forwarded-props';
+import { IfBusy, ModelSettings, parseForwardedProps } from './forwarded-props';
 import { ClientProtocol, declaresAgUi1 } from '../../protocol/versions';
 import { ToolAliases } from '../../protocol/tool-names';
 import type { ResumeEntry } from '../../protocol/outcomes';
@@ -27,6 +27,8 @@ export type ClientTool = { id: string; description: string; inputSchema: unknown
 export type PreparedRun = {
   runId: string;
   threadId: string;
+  /** Which claim of the run this is: 1, or a continuation's attempt (RUN_MAX_ATTEMPTS). */
+  attempt: number;
   /** As the request sent it (none: {}): the request context's `forwardedProps`. The rest of the input is not kept. */
   forwardedProps: Record<string, unknown>;
   /** The first user message's text, when the model is to name the thread from it (generateTitle). */
@@ -70,6 +72,8 @@ export type PreparedRun = {
   extras: Record<string, unknown>;
   /** How long the run goes on once nobody reads it, for a reader to rejoin (0: it stops at once). */
   disconnectGraceMs: number;
+  /** What the request does when its thread has a run in progress (forwardedProps.ifBusy). */
+  ifBusy: IfBusy;
 };
 
 /** Checks a run request against the limits and resolves its agent, options and tools, before anything is stored. */
@@ -118,6 +122,7 @@ export class RunPreparer {
     const run: PreparedRun = {
       runId: input.runId,
       threadId: input.threadId,
+      attempt: 1,
       forwardedProps: input.forwardedProps ?? {},
       ...(options.generateTitle ? { titleSource: firstUserText(input) } : {}),
       principal,
@@ -138,6 +143,7 @@ export class RunPreparer {
       generateTitle: options.generateTitle,
       ...(options.structuredOutput ? { structuredOutput: options.structuredOutput } : {}),
       extras: options.extras,
+      ifBusy: options.ifBusy,
       disconnectGraceMs:
         options.disconnectGraceMs ??
         Math.min(this.config.disconnectGrace.defaultMs, this.config.disconnectGrace.maxMs),

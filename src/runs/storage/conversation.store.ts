@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { LapsedRuns } from '../durable/lapsed-runs';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../../common/errors';
@@ -29,6 +30,13 @@ export type ClaimRun = {
   memory: boolean;
   /** The configured token budget per owner (TOKEN_BUDGET_PER_OWNER; null: none) and its window, unless the owner has one of its own. */
   budget?: { tokens: number | null; windowMs: number };
+  /**
+   * What another replica needs to continue the run (its request and owner), kept on the run's row;
+   * `request.messages` is left out when the thread stores them.
+   */
+  input: { request: object; principal: object };
+  /** The request's place in the thread's queue (`run_queue`), when it waited: only places before it hold it back. */
+  queueTicket?: string;
 };
 
 /** An owner's token budget at a claim: its size, and what its ended runs spent in the window. */
@@ -43,6 +51,8 @@ export type Claimed = { history: StoredMessage[]; stateless: boolean; budget?: B
 export type EndRun = {
   threadId: string;
   runId: string;
+  /** The claim of the run that ends it: one superseded by a later claim elsewhere writes nothing. */
+  attempt: number;
   resourceId: string;
   end: RunEnd;
   produced: StoredMessage[];
@@ -58,7 +68,7 @@ export type EndRun = {
  * lease, the incoming messages not stored yet, and the history the model sees: what can be refused
  * is refused there. Before the terminal event: the run's end and the messages it produced. A
  * stateless run (no memory named, no thread of the owner) is recorded, and nothing else. A run whose
- * instance died is ended by the reaper, its checkpoint kept.
+ * instance died is continued elsewhere, or ended (LapsedRuns).
  */
 @Injectable()
 export class ConversationStore {
@@ -66,13 +76,15 @@ export class ConversationStore {
     @InjectDataSource() private readonly db: DataSource,
     private readonly threads: ThreadsRepository,
     private readonly runs: RunsRepository,
+    private readonly lapsed: LapsedRuns,
   ) {}
 
   /**
    * Claims the run, in one statement (one round trip, one commit): the owner's thread is touched, or
    * created when the run names memory (then another owner's thread is a 404, as if missing; without
    * memory such a thread is as missing and the run is stateless), the run is recorded with its lease
-   * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed), and the incoming
+   * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed; THREAD_BUSY too while
+   * requests wait for the thread before this one, `run_queue`), and the incoming
    * messages the thread does not store yet are appended (unless read-only). Returns what the model
    * sees: the stored history (its last `lastMessages`) followed by those new messages; a stateless
    * run sees only its own messages.
@@ -87,7 +99,7 @@ export class ConversationStore {
     } catch (err) {
       // A run whose instance died holds the thread until its lease lapses: end it, then try once more.
       if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
-      if (!(await this.reapLapsed(run.threadId)).length) throw err;
+      if (!(await this.lapsed.endLapsed(run.threadId)).length) throw err;
       return this.claimSettled(run);
     }
   }
@@ -111,7 +123,7 @@ export class ConversationStore {
 
   private async claimOnce(run: ClaimRun): Promise<Claimed> {
     let rows: Array<{
-      kind: 'q' | 'r' | 'h' | 's';
+      kind: 'q' | 'r' | 'h' | 's' | 'b';
       body: StoredMessage | string | boolean | { tokens: string; spent: string; retryMs: number | null };
     }>;
     try {
@@ -131,6 +143,12 @@ export class ConversationStore {
             WHERE b.tokens IS NOT NULL
             GROUP BY b.tokens, b.span),
          over AS (SELECT 1 FROM quota WHERE spent >= tokens),
+         -- Requests waiting for the thread (ifBusy) before this one: it does not jump the queue.
+         ahead AS (
+           SELECT 1 FROM run_queue q LEFT JOIN run_queue mine ON mine.ticket = $14::bigint
+            WHERE q.thread_id = $1 AND q.expires_at >= now() AND q.ticket IS DISTINCT FROM $14::bigint
+              AND (mine.ticket IS NULL OR q.urgent > mine.urgent OR (q.urgent = mine.urgent AND q.ticket < mine.ticket))
+            LIMIT 1),
          thread AS (
            INSERT INTO threads (id, resource_id, agent_id, title)
            SELECT $1, $2, $3, $4
@@ -141,9 +159,12 @@ export class ConversationStore {
              WHERE threads.resource_id = EXCLUDED.resource_id
            RETURNING id),
          run AS (
-           INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless)
-           SELECT $5, $1, $2, $3, 'running', now() + $6 * interval '1 millisecond', NOT EXISTS (SELECT 1 FROM thread)
+           INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless, input)
+           SELECT $5, $1, $2, $3, 'running', now() + $6 * interval '1 millisecond', NOT EXISTS (SELECT 1 FROM thread),
+                  CASE WHEN EXISTS (SELECT 1 FROM thread) AND NOT $10::boolean
+                       THEN $15::jsonb #- '{request,messages}' ELSE $15::jsonb END
             WHERE (EXISTS (SELECT 1 FROM thread) OR NOT $11::boolean) AND NOT EXISTS (SELECT 1 FROM over)
+              AND NOT (EXISTS (SELECT 1 FROM thread) AND EXISTS (SELECT 1 FROM ahead))
            RETURNING id, stateless),
          stored AS (
            SELECT m.id FROM messages m
@@ -166,6 +187,7 @@ export class ConversationStore {
          UNION ALL SELECT 'r', to_jsonb(stateless), NULL FROM run
          UNION ALL SELECT 'h', body, position FROM history
          UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
+         UNION ALL SELECT 'b', 'true'::jsonb, NULL FROM ahead WHERE EXISTS (SELECT 1 FROM thread)
          ORDER BY kind, position`,
         [
           run.threadId,
@@ -181,6 +203,8 @@ export class ConversationStore {
           run.memory,
           run.budget?.tokens ?? null,
           run.budget?.windowMs ?? 86_400_000,
+          run.queueTicket ?? null,
+          JSON.stringify(run.input),
         ],
       );
     } catch (err) {
@@ -197,6 +221,8 @@ export class ConversationStore {
         Math.max(1, Math.ceil((quota?.retryMs ?? 1000) / 1000)),
       );
     }
+    if (rows.some((r) => r.kind === 'b'))
+      throw new DomainError('THREAD_BUSY', `Thread '${run.threadId}' has runs waiting for it`);
     const claimed = rows.find((r) => r.kind === 'r');
     if (!claimed) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
     const history = rows.filter((r) => r.kind === 'h').map((r) => r.body as StoredMessage);
@@ -235,8 +261,8 @@ export class ConversationStore {
       `WITH locked AS (SELECT id FROM threads WHERE id = $6 AND resource_id = $2 FOR UPDATE),
        ended AS (
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
-                checkpoint = NULL, usage = $8::jsonb, tokens = $9
-          WHERE id = $1 AND ${unindexed(`resource_id = $2 AND ${ACTIVE}`)} AND (SELECT count(*) FROM locked) >= 0
+                checkpoint = NULL, input = NULL, progress = NULL, usage = $8::jsonb, tokens = $9
+          WHERE id = $1 AND ${unindexed(`resource_id = $2 AND attempt = $10 AND ${ACTIVE}`)} AND (SELECT count(*) FROM locked) >= 0
           RETURNING id, stateless),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'),
@@ -260,43 +286,8 @@ export class ConversationStore {
         JSON.stringify(run.produced),
         run.end.usage ? JSON.stringify(run.end.usage) : null,
         tokensOf(run.end.usage),
+        run.attempt,
       ],
     );
-  }
-
-  /**
-   * Ends active runs whose lease lapsed (their instance died) as `error` INTERRUPTED, which frees
-   * their threads; only those of one thread when `threadId` is given. What such a run had shown
-   * (its last checkpoint) is appended to its thread, the text cut short marked interrupted; a
-   * stateless run keeps nothing.
-   * Returns the ids ended.
-   */
-  async reapLapsed(threadId?: string): Promise<string[]> {
-    const rows: Array<{ id: string }> = await this.db.query(
-      `WITH lapsed AS (
-         UPDATE runs SET status = 'error', error_code = 'INTERRUPTED',
-                error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()
-          WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
-          RETURNING id, thread_id, resource_id, checkpoint, stateless),
-       closed AS (
-         UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM lapsed) AND status <> 'done'),
-       owned AS (
-         SELECT l.id, l.thread_id, l.checkpoint FROM lapsed l
-           JOIN threads t ON t.id = l.thread_id AND t.resource_id = l.resource_id
-          WHERE l.checkpoint IS NOT NULL AND NOT l.stateless
-            FOR UPDATE OF t),
-       appended AS (
-         INSERT INTO messages (thread_id, id, position, role, body, run_id)
-         SELECT o.thread_id, x.m->>'id',
-                (SELECT COALESCE(max(position), 0) FROM messages WHERE thread_id = o.thread_id) + x.ord,
-                x.m->>'role', x.m, o.id
-           FROM owned o, jsonb_array_elements(o.checkpoint) WITH ORDINALITY AS x(m, ord)
-         ON CONFLICT (thread_id, id) DO NOTHING RETURNING thread_id),
-       touched AS (
-         UPDATE threads SET updated_at = now() WHERE id IN (SELECT thread_id FROM appended))
-       SELECT id FROM lapsed`,
-      [threadId ?? null],
-    );
-    return rows.map((r) => r.id);
   }
 }

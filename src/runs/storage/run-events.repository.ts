@@ -50,6 +50,12 @@ export function parseAnnouncement(payload: string): { runId: string; chunk?: Chu
   };
 }
 
+/** The run whose terminal event an announcement on RUN_EVENTS_CHANNEL stored, or undefined. */
+export function announcedEnd(payload: string): string | undefined {
+  const [, , terminal] = payload.split('\n', 1)[0].split(' ', 3);
+  return terminal === 't' ? parseAnnouncement(payload).runId : undefined;
+}
+
 /**
  * The event log of runs (`run_events`): what every reader of a run is sent, kept for
  * RUN_EVENTS_RETENTION_MS after the run ended. Reads are not scoped by owner here: the route reads

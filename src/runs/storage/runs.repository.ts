@@ -17,7 +17,12 @@ export type RunEnd = {
 };
 
 /** A run this instance holds, with its owner: what lease renewals and checkpoints write. */
-export type HeldRun = { id: string; resourceId: string };
+export type HeldRun = {
+  id: string;
+  resourceId: string;
+  /** Which claim of the run this replica holds: a run another replica claimed since is not its any more. */
+  attempt: number;
+};
 
 /**
  * The `runs` table. Every method scopes its SQL by the owner: a resourceId, or an OwnerScope where a
@@ -44,6 +49,31 @@ export class RunsRepository {
   }
 
   /**
+   * The `ordinal`-th run of a stored thread (counted from 1, in the order they started): the runs a
+   * thread's stream numbers. Stateless runs that only share the thread's id are not the thread's.
+   */
+  async nthOfThread(threadId: string, resourceId: string, ordinal: number): Promise<Run | null> {
+    const [run] = await this.runs.find({
+      where: { threadId, resourceId, stateless: false },
+      order: { startedAt: 'ASC', id: 'ASC' },
+      skip: ordinal - 1,
+      take: 1,
+    });
+    return run ?? null;
+  }
+
+  /** How many runs a stored thread has had, and whether its latest is still active. */
+  async latestOfThread(threadId: string, resourceId: string): Promise<{ count: number; active: boolean }> {
+    const rows: Array<{ count: number; active: boolean }> = await this.runs.query(
+      `SELECT count(*) OVER ()::int AS count, ${ACTIVE} AS active FROM runs
+        WHERE thread_id = $1 AND resource_id = $2 AND NOT stateless
+        ORDER BY started_at DESC, id DESC LIMIT 1`,
+      [threadId, resourceId],
+    );
+    return rows[0] ?? { count: 0, active: false };
+  }
+
+  /**
    * Extends the leases of the runs this instance holds; returns those still active. A run missing
    * from the answer was ended elsewhere (its lease lapsed and another instance reaped it).
    */
@@ -52,27 +82,33 @@ export class RunsRepository {
     const rows: Array<{ id: string }> = await this.runs.query(
       `WITH renewed AS (
          UPDATE runs SET lease_expires_at = now() + $3 * interval '1 millisecond'
-           FROM unnest($1::text[], $2::text[]) AS held(id, resource_id)
-          WHERE runs.id = held.id AND ${unindexed(`runs.resource_id = held.resource_id AND runs.${ACTIVE}`)} RETURNING runs.id)
+           FROM unnest($1::text[], $2::text[], $4::int[]) AS held(id, resource_id, attempt)
+          WHERE runs.id = held.id
+            AND ${unindexed(`runs.resource_id = held.resource_id AND runs.attempt = held.attempt AND runs.${ACTIVE}`)}
+          RETURNING runs.id)
        SELECT id FROM renewed`,
-      [held.map((r) => r.id), held.map((r) => r.resourceId), leaseMs],
+      [held.map((r) => r.id), held.map((r) => r.resourceId), leaseMs, held.map((r) => r.attempt)],
     );
     return rows.map((r) => r.id);
   }
 
   /**
-   * Records what each run has shown so far (its messages), renewing its lease in the same write;
+   * Records what each run has shown so far (its messages) and, when a step completed since, the
+   * messages up to it (its progress: another replica continues from there), renewing its lease in the same write;
    * returns the runs still active, as `renewLeases` does.
    */
   async saveCheckpoints(
-    checkpoints: Array<HeldRun & { messages: StoredMessage[] }>,
+    checkpoints: Array<HeldRun & { messages?: StoredMessage[]; progress?: StoredMessage[] }>,
     leaseMs: number,
   ): Promise<string[]> {
     const rows: Array<{ id: string }> = await this.runs.query(
       `WITH saved AS (
-         UPDATE runs SET checkpoint = c.messages, lease_expires_at = now() + $2 * interval '1 millisecond'
-           FROM jsonb_to_recordset($1::jsonb) AS c(id text, "resourceId" text, messages jsonb)
-          WHERE runs.id = c.id AND ${unindexed(`runs.resource_id = c."resourceId" AND runs.${ACTIVE}`)} RETURNING runs.id)
+         UPDATE runs SET checkpoint = COALESCE(c.messages, runs.checkpoint),
+                progress = COALESCE(c.progress, runs.progress), lease_expires_at = now() + $2 * interval '1 millisecond'
+           FROM jsonb_to_recordset($1::jsonb) AS c(id text, "resourceId" text, attempt int, messages jsonb, progress jsonb)
+          WHERE runs.id = c.id
+            AND ${unindexed(`runs.resource_id = c."resourceId" AND runs.attempt = c.attempt AND runs.${ACTIVE}`)}
+          RETURNING runs.id)
        SELECT id FROM saved`,
       [JSON.stringify(checkpoints), leaseMs],
     );

@@ -40,6 +40,8 @@ export type RunLogOptions = {
   abandon: () => void;
   /** A chunk was framed (or the log completed): the store decides when it is written. */
   produced: (log: RunLog) => void;
+  /** A continued run's log: it goes on after this id, the last an earlier replica stored. */
+  after?: number;
 };
 
 /** What the client reads as the run's first content (a terminal event ends the run anyway). */
@@ -79,6 +81,10 @@ export class RunLog {
   complete = false;
   /** A write of this log's chunks is in flight (the store writes one at a time per run). */
   writing = false;
+  /** Its run went to another replica (a drain): complete here without a terminal event. */
+  handedOver = false;
+  /** A continued run's (an earlier replica's log goes on here). */
+  continued = false;
   private pending: AguiEvent[] = [];
   /** The run's first content was framed: from then on the events of a turn are framed together. */
   private contentFramed = false;
@@ -93,10 +99,17 @@ export class RunLog {
   constructor(
     readonly runId: string,
     private readonly options: RunLogOptions,
-  ) {}
+  ) {
+    this.seq = this.storedSeq = options.after ?? 0;
+    this.contentFramed = options.after !== undefined;
+  }
 
-  /** Starts taking the run's events (the first reader is attached before, so it gets RUN_STARTED at once). */
-  start(events$: Subscribable<AguiEvent>): void {
+  /**
+   * Starts taking the run's events (the first reader is attached before, so it gets RUN_STARTED at
+   * once); `first` go before them (a continued run's: what the earlier replica left open, closed).
+   */
+  start(events$: Subscribable<AguiEvent>, first: AguiEvent[] = []): void {
+    for (const event of first) this.enqueue(event);
     this.subscription = events$.subscribe({
       next: (event) => this.enqueue(event),
       complete: () => this.finish(),
@@ -162,6 +175,22 @@ export class RunLog {
   storeFailed(): void {
     this.failing = true;
     if (this.complete) this.endSinks(withoutIds(this.unstored.map((c) => c.frames).join('')));
+  }
+
+  /**
+   * The run was handed over (its events stopped): what is framed is stored, then the log is
+   * complete here without a terminal event; its readers are the caller's to move (they follow storage).
+   */
+  handOver(): FrameSink[] {
+    this.handedOver = true;
+    this.subscription = undefined;
+    this.flush();
+    this.complete = true;
+    clearTimeout(this.grace);
+    const sinks = [...this.sinks];
+    this.sinks.clear();
+    this.options.produced(this);
+    return sinks;
   }
 
   /** Stops taking events (the instance is closing and the run's end could not be kept). */

@@ -71,6 +71,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   private readonly followers = new Map<string, Set<Follower>>();
   /** Streams following storage, so a draining instance can close them. */
   private readonly following = new Set<SseWriter>();
+  /** Streams of runs this instance handed over (a drain), relayed from storage until they end or it must go. */
+  private readonly relays = new Set<SseWriter>();
   private timers: NodeJS.Timeout[] = [];
   private readonly writer: RunLogWriter;
   /** Every log's `produced`: one function for all of them, not a closure per open run. */
@@ -88,7 +90,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     this.writer = new RunLogWriter(
       events,
       this.logs,
-      (runId) => this.watchers.has(runId),
+      // A continued run's followers watched the replica that died: its writes are announced anyway.
+      (runId) => this.watchers.has(runId) || this.logs.get(runId)?.continued === true,
       config.runEvents.retentionMs,
       this.log,
     );
@@ -133,7 +136,50 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
 
   /** A draining instance: streams that follow runs (not their own) end; their clients reconnect elsewhere. */
   closeFollowers(): void {
-    for (const writer of this.following) writer.close();
+    for (const writer of this.following) if (!this.relays.has(writer)) writer.close();
+  }
+
+  /**
+   * Takes on a run another replica left (continued here): its log goes on after `after` with
+   * `first` (what was left open, closed), then the run's events. Nobody reads it yet; readers rejoin.
+   */
+  adopt(runId: string, events$: Subscribable<AguiEvent>, after: number, first: AguiEvent[]): void {
+    const log = new RunLog(runId, { graceMs: 0, abandon: () => undefined, produced: this.onProduced, after });
+    log.continued = true;
+    this.logs.set(runId, log);
+    log.start(events$, first);
+  }
+
+  /**
+   * The run went to another replica (this one drains; its events stopped): what its log framed is
+   * stored, and its readers here follow storage from where they are (relays).
+   */
+  handOver(runId: string): void {
+    const log = this.logs.get(runId);
+    if (!log || log.complete) return;
+    for (const sink of log.handOver()) this.relay(runId, sink as SseWriter);
+  }
+
+  /** Stores what the logs framed (before their runs are handed over). */
+  flush(): Promise<void> {
+    return this.writer.flush();
+  }
+
+  get relaying(): number {
+    return this.relays.size;
+  }
+
+  /** This replica must go: relayed streams end with `frame` (RUN_ERROR RUN_MOVED, no id); their clients rejoin. */
+  endRelays(unlogged: string): void {
+    for (const writer of this.relays) writer.end(unlogged);
+  }
+
+  private relay(runId: string, writer: SseWriter): void {
+    if (this.relays.has(writer) || writer.finished) return;
+    this.relays.add(writer);
+    void this.follow({ id: runId, status: 'running' } as Run, writer).finally(() =>
+      this.relays.delete(writer),
+    );
   }
 
   /**
@@ -163,17 +209,25 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
    * of the pool taken, or the pool itself), the request is a 503.
    */
   join(runId: string, principal: Principal, after: number): Promise<Join | undefined> {
-    return this.reads.run(
-      () => this.prepareJoin(runId, principal, after),
-      this.config.database.timeouts.connectMs,
-    );
+    return this.reads.run(async () => {
+      const run = await this.runs.findOne(runId, idScope(principal, 'read'));
+      if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
+      return this.prepareJoin(run, after);
+    }, this.config.database.timeouts.connectMs);
   }
 
-  private async prepareJoin(runId: string, principal: Principal, after: number): Promise<Join | undefined> {
-    const run = await this.runs.findOne(runId, idScope(principal, 'read'));
-    if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
+  /**
+   * {@link join} of a run the caller may read (a thread's stream goes from one run to the next): it
+   * waits its turn to read storage for as long as it takes, its stream being open already.
+   */
+  joinRun(run: Run, after: number): Promise<Join | undefined> {
+    return this.reads.run(() => this.prepareJoin(run, after));
+  }
+
+  private async prepareJoin(run: Run, after: number): Promise<Join | undefined> {
+    const runId = run.id;
     const local = this.logs.get(runId);
-    if (local?.complete && after >= local.seq) return undefined;
+    if (local?.complete && !local.handedOver && after >= local.seq) return undefined;
     let first: Page | undefined;
     if (!local) {
       const ended = isActiveStatus(run.status)
@@ -193,7 +247,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     return (writer) => {
       const log = this.logs.get(runId);
       this.metrics.streamJoins.inc({ source: log ? 'local' : 'follow' });
-      if (log) this.serveLocal(log, writer, log.addReader());
+      if (log && !log.handedOver) this.serveLocal(log, writer, log.addReader());
       else void this.follow(run, writer, first);
     };
   }
@@ -231,7 +285,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
       }
-      if (!writer.finished && !writer.isBehind) log.attach(writer, writer.lastSeq);
+      if (log.handedOver) this.relay(log.runId, writer);
+      else if (!writer.finished && !writer.isBehind) log.attach(writer, writer.lastSeq);
     } catch (err) {
       this.readFailed(log.runId, writer, err);
     }
@@ -243,11 +298,14 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
    */
   private async follow(run: Run, writer: SseWriter, first?: Page): Promise<void> {
     const runId = run.id;
-    try {
-      // An ended run's log read to its end needs no follower (its instance announces nothing more).
-      if (await this.pushStored(runId, writer, first)) return writer.end();
-    } catch (err) {
-      return this.readFailed(runId, writer, err);
+    // The page read before the headers goes out first: an ended run's log read to its end this way
+    // needs no follower (its instance announces nothing more).
+    if (first) {
+      try {
+        if (await this.pushStored(runId, writer, first)) return writer.end();
+      } catch (err) {
+        return this.readFailed(runId, writer, err);
+      }
     }
     let wake: () => void = () => undefined;
     const woken = () => wake();

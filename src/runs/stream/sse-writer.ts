@@ -1,5 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { AppConfig } from '../../config/config';
+import type { Metrics } from '../../ops/metrics.service';
 import { Chunk, framesAfter } from '../storage/run-events.repository';
 import { FrameSink } from './run-log';
 
@@ -21,7 +23,7 @@ const WRITE_TIMEOUT_CHECK_MS = 1_000;
  */
 class Heartbeat {
   private static readonly byPeriod = new Map<number, Heartbeat>();
-  private readonly writers = new Set<SseWriter>();
+  private readonly writers = new Set<SseConnection>();
   private timer: NodeJS.Timeout | undefined;
 
   private constructor(private readonly periodMs: number) {}
@@ -32,7 +34,7 @@ class Heartbeat {
     return heartbeat;
   }
 
-  add(writer: SseWriter): void {
+  add(writer: SseConnection): void {
     this.writers.add(writer);
     if (this.timer) return;
     this.timer = setInterval(
@@ -42,7 +44,7 @@ class Heartbeat {
     this.timer.unref();
   }
 
-  delete(writer: SseWriter): void {
+  delete(writer: SseConnection): void {
     this.writers.delete(writer);
     if (this.writers.size || !this.timer) return;
     clearInterval(this.timer);
@@ -60,6 +62,17 @@ export type SseWriterOptions = {
   onWriteTimeout?: () => void;
 };
 
+/** The options of every stream, from the configuration. */
+export const sseWriterOptions = (config: AppConfig, metrics: Metrics): SseWriterOptions => ({
+  heartbeatMs: config.heartbeatMs,
+  maxQueuedBytes: config.runEvents.maxQueuedBytes,
+  writeTimeoutMs: config.runEvents.writeTimeoutMs,
+  onWriteTimeout: () => metrics.streamsClosed.inc({ reason: 'write_timeout' }),
+});
+
+/** One run of a thread's stream (see SseWriter's constructor). */
+export type Segment = { idPrefix: string; ended: () => void };
+
 /** What the stream's owner hears. */
 export type SseWriterHandlers = {
   /** The socket closed (the client left, or the stream ended). */
@@ -69,6 +82,107 @@ export type SseWriterHandlers = {
   /** The socket drained after falling behind: resume from `lastSeq`. */
   drained?: () => void;
 };
+
+/**
+ * One client's SSE response: its headers, heartbeats, write timeout and the socket's backpressure.
+ * A run's stream has one {@link SseWriter} on it; a thread's stream has one per run, in turn
+ * (a `Segment`), each ending its run without ending the response.
+ */
+export class SseConnection {
+  /** The response ended, or the socket closed. */
+  finished = false;
+  /** The socket took a write only partly: the rest waits for its `drain`. */
+  waitingForDrain = false;
+  /** The writer of the run being streamed, told of drains and of the close. */
+  reader: SseWriter | undefined;
+  /** Called once when the socket closes. */
+  onClose: (() => void) | undefined;
+  private drainWaiters: Array<() => void> = [];
+  private lastWriteAt = Date.now();
+  /** When the socket last stopped taking writes (a write returned false), while it has not drained. */
+  private stalledSince = 0;
+  private readonly heartbeat: Heartbeat;
+  private readonly raw: ServerResponse;
+
+  constructor(
+    reply: FastifyReply,
+    readonly options: SseWriterOptions,
+  ) {
+    reply.hijack();
+    this.raw = reply.raw;
+    const headers: Record<string, string> = {
+      ...(reply.getHeaders() as Record<string, string>),
+      ...SSE_HEADERS,
+    };
+    // A client that asked for `Connection: close` (or an HTTP/1.0 one) has the connection closed
+    // after the stream: Node does so when the response says `close`, and keeps it with `keep-alive`.
+    if (!this.raw.shouldKeepAlive) headers.connection = 'close';
+    this.raw.writeHead(200, headers);
+    this.heartbeat = Heartbeat.of(options.heartbeatMs);
+    this.heartbeat.add(this);
+    // `close` comes once: `on` spares the wrapper `once` would keep for the length of the stream.
+    this.raw.on('close', () => {
+      this.heartbeat.delete(this);
+      this.finished = true;
+      this.drainWaiters.splice(0).forEach((resolve) => resolve());
+      this.reader?.closed();
+      this.onClose?.();
+    });
+    this.raw.on('drain', () => {
+      this.waitingForDrain = false;
+      this.stalledSince = 0;
+      this.reader?.flushQueued();
+      if (this.waitingForDrain) return;
+      this.drainWaiters.splice(0).forEach((resolve) => resolve());
+      this.reader?.caughtUp();
+    });
+  }
+
+  /** Resolves when the socket drained (or closed). */
+  drained(): Promise<void> {
+    if (!this.waitingForDrain || this.finished) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  write(frames: string): void {
+    if (this.raw.destroyed) return;
+    this.lastWriteAt = Date.now();
+    if (this.raw.write(frames)) return;
+    this.waitingForDrain = true;
+    this.stalledSince ||= this.lastWriteAt;
+  }
+
+  /** Writes `tail` whatever the socket's backlog (it is bounded by the caller), then ends the response. */
+  end(tail = ''): void {
+    this.writeNow(tail);
+    if (this.finished) return;
+    this.finished = true;
+    this.heartbeat.delete(this);
+    if (!this.raw.destroyed) this.raw.end();
+  }
+
+  /** Writes at once, not waiting for a drain: what a run leaves queued when it ends. */
+  writeNow(frames: string): void {
+    if (frames && !this.finished && !this.raw.destroyed) this.raw.write(frames);
+  }
+
+  /**
+   * The Heartbeat's timer: a socket stalled past the write timeout is destroyed (its `close` then
+   * tells the owner, and the run follows the disconnect rules); an idle stream gets a comment.
+   */
+  tick(heartbeatMs: number): void {
+    if (this.finished || this.raw.destroyed) return;
+    const now = Date.now();
+    if (this.waitingForDrain) {
+      if (this.stalledSince && now - this.stalledSince >= this.options.writeTimeoutMs) {
+        this.options.onWriteTimeout?.();
+        this.raw.destroy();
+      }
+      return;
+    }
+    if (now - this.lastWriteAt >= heartbeatMs) this.write(PING);
+  }
+}
 
 /**
  * One client's SSE stream of a run's frames (see RunLog): each chunk goes out in one socket write,
@@ -89,52 +203,25 @@ export class SseWriter implements FrameSink {
   handlers: SseWriterHandlers = {};
   private queued: string[] = [];
   private queuedBytes = 0;
-  private waitingForDrain = false;
-  private drainWaiters: Array<() => void> = [];
-  private lastWriteAt = Date.now();
-  /** When the socket last stopped taking writes (a write returned false), while it has not drained. */
-  private stalledSince = 0;
-  private readonly heartbeat: Heartbeat;
-  private readonly raw: ServerResponse;
+  /** Of a thread's stream: what each frame's id is prefixed with, and who hears that the run ended. */
+  private readonly segment: Segment | undefined;
 
+  /**
+   * A run's stream on `connection`, after sequence number `after`. With `segment` it is one run of a
+   * thread's stream: its frames' ids are prefixed (`<run>:`), and its end (the terminal event, or
+   * the socket closed) calls `segment.ended` instead of ending the response. `close()` still ends
+   * the response: the client reconnects with its Last-Event-ID.
+   */
   constructor(
-    reply: FastifyReply,
-    private readonly options: SseWriterOptions,
+    private readonly connection: SseConnection,
     after = 0,
+    segment?: Segment,
   ) {
     this.lastSeq = this.sentSeq = after;
-    reply.hijack();
-    this.raw = reply.raw;
-    const headers: Record<string, string> = {
-      ...(reply.getHeaders() as Record<string, string>),
-      ...SSE_HEADERS,
-    };
-    // A client that asked for `Connection: close` (or an HTTP/1.0 one) has the connection closed
-    // after the stream: Node does so when the response says `close`, and keeps it with `keep-alive`.
-    if (!this.raw.shouldKeepAlive) headers.connection = 'close';
-    this.raw.writeHead(200, headers);
-    this.heartbeat = Heartbeat.of(options.heartbeatMs);
-    this.heartbeat.add(this);
-    // `close` comes once: `on` spares the wrapper `once` would keep for the length of the stream.
-    this.raw.on('close', () => {
-      this.heartbeat.delete(this);
-      this.finished = true;
-      this.drainWaiters.splice(0).forEach((resolve) => resolve());
-      this.handlers.closed?.();
-    });
-    this.raw.on('drain', () => {
-      this.waitingForDrain = false;
-      this.stalledSince = 0;
-      if (this.queued.length) this.write(this.queued.join(''));
-      this.sentSeq = this.lastSeq;
-      this.queued = [];
-      this.queuedBytes = 0;
-      if (!this.waitingForDrain) this.drainWaiters.splice(0).forEach((resolve) => resolve());
-      if (this.isBehind && !this.waitingForDrain) {
-        this.isBehind = false;
-        this.handlers.drained?.();
-      }
-    });
+    this.segment = segment;
+    this.finished = connection.finished;
+    connection.reader = this;
+    if (this.finished && segment) queueMicrotask(segment.ended);
   }
 
   /**
@@ -143,27 +230,26 @@ export class SseWriter implements FrameSink {
    * every chunk would cost a round of TCP acknowledgements each).
    */
   get congested(): boolean {
-    return this.waitingForDrain && this.queuedBytes >= this.options.maxQueuedBytes / 2;
+    return this.connection.waitingForDrain && this.queuedBytes >= this.connection.options.maxQueuedBytes / 2;
   }
 
   /** Resolves when the socket drained (or closed). */
   drained(): Promise<void> {
-    if (!this.waitingForDrain || this.finished) return Promise.resolve();
-    return new Promise((resolve) => this.drainWaiters.push(resolve));
+    return this.finished ? Promise.resolve() : this.connection.drained();
   }
 
   push(chunk: Chunk): void {
     if (this.finished || this.isBehind || chunk.last <= this.lastSeq) return;
     if (chunk.first > this.lastSeq + 1) return this.fallBehind();
-    const frames = framesAfter(chunk, this.lastSeq);
+    const frames = this.ids(framesAfter(chunk, this.lastSeq));
     this.lastSeq = chunk.last;
-    if (!this.waitingForDrain) {
+    if (!this.connection.waitingForDrain) {
       this.sentSeq = this.lastSeq;
-      return this.write(frames);
+      return this.connection.write(frames);
     }
     this.queued.push(frames);
     this.queuedBytes += frames.length;
-    if (this.queuedBytes > this.options.maxQueuedBytes) {
+    if (this.queuedBytes > this.connection.options.maxQueuedBytes) {
       // Dropped: the stream resumes after what the socket has.
       this.lastSeq = this.sentSeq;
       this.queued = [];
@@ -172,28 +258,62 @@ export class SseWriter implements FrameSink {
     }
   }
 
-  /** The run's log is complete: what is queued goes out, then `unlogged` (frames without ids), then the stream ends. */
+  /**
+   * The run's log is complete: what is queued goes out, then `unlogged` (frames without ids), then the
+   * stream ends (a thread's stream goes on with its next run).
+   */
   end(unlogged?: string): void {
     if (this.finished) return;
     this.finished = true;
-    this.heartbeat.delete(this);
-    if (this.raw.destroyed) return;
-    if (this.queued.length) this.raw.write(this.queued.join(''));
-    if (unlogged) this.raw.write(unlogged);
-    this.raw.end();
+    const tail = this.queued.join('') + (unlogged ?? '');
+    this.queued = [];
+    if (!this.segment) return this.connection.end(tail);
+    this.connection.writeNow(tail);
+    if (this.connection.reader === this) this.connection.reader = undefined;
+    this.handlers.closed?.();
+    this.segment.ended();
   }
 
   /** Ends the stream without a terminal event: the client reconnects with Last-Event-ID (a replica draining). */
   close(): void {
     this.isBehind = false;
     this.queued = [];
+    this.connection.end();
     this.end();
+  }
+
+  /** The connection's socket closed. */
+  closed(): void {
+    const wasFinished = this.finished;
+    this.finished = true;
+    this.handlers.closed?.();
+    if (!wasFinished) this.segment?.ended();
+  }
+
+  /** The connection's socket drained: what is queued goes out. */
+  flushQueued(): void {
+    if (this.queued.length) this.connection.write(this.queued.join(''));
+    this.sentSeq = this.lastSeq;
+    this.queued = [];
+    this.queuedBytes = 0;
+  }
+
+  /** The socket took everything: a writer that fell behind catches up. */
+  caughtUp(): void {
+    if (!this.isBehind) return;
+    this.isBehind = false;
+    this.handlers.drained?.();
+  }
+
+  /** Frames with their ids as this stream names them (a thread's: `<run>:<seq>`). */
+  private ids(frames: string): string {
+    return this.segment ? frames.replace(/^id: /gm, `id: ${this.segment.idPrefix}`) : frames;
   }
 
   private fallBehind(): void {
     this.isBehind = true;
     this.handlers.behind?.();
-    if (!this.waitingForDrain) {
+    if (!this.connection.waitingForDrain) {
       // Not actually waiting (a gap): catch up on the next turn.
       setImmediate(() => {
         if (this.isBehind && !this.finished) {
@@ -202,30 +322,5 @@ export class SseWriter implements FrameSink {
         }
       });
     }
-  }
-
-  private write(frames: string): void {
-    if (this.raw.destroyed) return;
-    this.lastWriteAt = Date.now();
-    if (this.raw.write(frames)) return;
-    this.waitingForDrain = true;
-    this.stalledSince ||= this.lastWriteAt;
-  }
-
-  /**
-   * The Heartbeat's timer: a socket stalled past the write timeout is destroyed (its `close` then
-   * tells the owner, and the run follows the disconnect rules); an idle stream gets a comment.
-   */
-  tick(heartbeatMs: number): void {
-    if (this.finished || this.raw.destroyed) return;
-    const now = Date.now();
-    if (this.waitingForDrain) {
-      if (this.stalledSince && now - this.stalledSince >= this.options.writeTimeoutMs) {
-        this.options.onWriteTimeout?.();
-        this.raw.destroy();
-      }
-      return;
-    }
-    if (now - this.lastWriteAt >= heartbeatMs) this.write(PING);
   }
 }
