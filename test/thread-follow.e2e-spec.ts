@@ -7,7 +7,7 @@ import {
 } from '@ag-ui/client';
 import { from } from 'rxjs';
 import { connect } from 'node:net';
-import { eventually } from './support/app';
+import { eventually, runRow } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { Event, Frame, memoryOf, openRun, runInput, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
@@ -359,17 +359,19 @@ describe('following a thread (GET /threads/:threadId/events)', () => {
     const [waiting, reading] = [await follow(b.base, idle), await follow(b.base, busy)];
     await reading.waitFor((f) => f.event.type === 'RUN_STARTED');
     // A run of b's own keeps b draining (SHUTDOWN_GRACE_MS) after its followers were closed.
-    const own = await openRun(`${b.base}/run`, runInput('/slow 60000 a b c'));
+    const ownInput = runInput('/slow 60000 a b c');
+    const own = await openRun(`${b.base}/run`, ownInput);
     await own.waitFor((e) => e.type === 'RUN_STARTED');
     const stopped = b.stop();
     await Promise.all([waiting.ended, reading.ended]);
     expect(own.frames.some((f) => isEnd(f.event))).toBe(false);
     await stopped;
-    // b handed its run over (a continues it) and relayed it until it had to go: RUN_MOVED, without an id.
-    expect((await own.done).at(-1)).toMatchObject({
-      unlogged: true,
-      event: { type: 'RUN_ERROR', code: 'RUN_MOVED' },
-    });
+    // Handed over (issue 25): its stream here ends RUN_MOVED, the run goes on on a; stopped there.
+    expect((await own.done).at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'RUN_MOVED' });
+    await eventually(async () => {
+      await fetch(`${a.base}/runs/${encodeURIComponent(ownInput.runId)}/cancel`, { method: 'POST' });
+      return (await runRow(ownInput.runId))?.status === 'running' ? undefined : true;
+    }, 15_000);
     // The run itself goes on on its instance; the client resumes there.
     const resumed = await follow(a.base, busy, { 'last-event-id': `1:${reading.frames.at(-1)!.seq}` });
     expect(

@@ -72,7 +72,7 @@ export class Metrics implements OnModuleInit {
 
   readonly streamsClosed = new Counter({
     name: 'io_bridge_stream_closed_total',
-    help: 'Streams the service closed before their end, by reason (write_timeout: the socket took nothing for STREAM_WRITE_TIMEOUT_MS)',
+    help: 'Streams the service closed before their end, by reason (write_timeout: the socket took nothing for STREAM_WRITE_TIMEOUT_MS; storage_failed: the stored events could not be read after the headers were sent)',
     labelNames: ['reason'],
     registers: [this.registry],
   });

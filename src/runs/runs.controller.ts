@@ -186,6 +186,8 @@ export class RunsController {
       'the run ended longer than RUN_EVENTS_RETENTION_MS ago: its events are no longer kept',
     TOO_MANY_READERS:
       'MAX_READERS_PER_OWNER streams of this owner, or MAX_READERS_PER_RUN of this run, are open',
+    SERVICE_UNAVAILABLE:
+      "the run's stored events cannot be read now (the database, or the streams' half of the pool, is busy); retry",
   })
   async events(
     @Param('runId') runId: string,

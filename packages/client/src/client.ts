@@ -1,6 +1,7 @@
 import type { Message } from '@ag-ui/core';
 import { errorOf } from './errors';
 import { RunStream, type RejoinOptions } from './run-stream';
+import { ThreadStream } from './thread-stream';
 import type {
   Agent,
   AgentList,
@@ -53,6 +54,12 @@ export type JoinOptions = {
 type Query = Record<string, string | number | undefined>;
 
 const seg = encodeURIComponent;
+
+export type FollowOptions = {
+  signal?: AbortSignal;
+  /** The last event id held (`<run>:<seq>`): the stream goes on after it. */
+  after?: string;
+};
 
 /** The typed client of io-bridge's public routes. */
 export class IoBridgeClient {
@@ -130,6 +137,23 @@ export class IoBridgeClient {
     rename: (threadId: string, title: string): Promise<Thread> =>
       this.json('PATCH', `/threads/${seg(threadId)}`, { body: { title } }),
     delete: (threadId: string): Promise<void> => this.json('DELETE', `/threads/${seg(threadId)}`),
+    /**
+     * Follows the thread across its runs, live (another tab, another device, a queued run): the
+     * active run from its start, then every later run. Never ends by itself: abort `signal`.
+     */
+    follow: (threadId: string, options: FollowOptions = {}): ThreadStream =>
+      new ThreadStream(
+        threadId,
+        async (after, signal) =>
+          this.fetch(`${this.base}/threads/${seg(threadId)}/events`, {
+            headers: await this.headers({
+              accept: 'text/event-stream',
+              ...(after !== undefined ? { 'last-event-id': after } : {}),
+            }),
+            signal,
+          }),
+        { ...this.options.rejoin, ...options },
+      ),
     /** The latest messages, oldest first, as io.Assist reads them. */
     messages: (threadId: string, query: ListMessages = {}): Promise<MessagePage<UiMessage>> =>
       this.json('GET', `/threads/${seg(threadId)}/messages`, { query: { ...query, format: 'ui' } }),

@@ -1,12 +1,14 @@
 export {
   IoBridgeClient,
   type ClientOptions,
+  type FollowOptions,
   type JoinOptions,
   type RunOptions,
   type TokenSource,
 } from './client';
 export { IoBridgeError } from './errors';
 export { RunStream, type RejoinOptions } from './run-stream';
+export { ThreadStream } from './thread-stream';
 export type * from './types';
 export type { AGUIEvent, Message, Tool, TokenUsage, Interrupt, RunFinishedOutcome } from '@ag-ui/core';
 export { EventType } from '@ag-ui/core';

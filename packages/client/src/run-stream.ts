@@ -17,10 +17,10 @@ export type RejoinOptions = {
 const TERMINAL = new Set<string>([EventType.RUN_FINISHED, EventType.RUN_ERROR]);
 
 /** The server ends a relay this way when its replica must go: the run goes on, the client rejoins. */
-const isMoved = (event: AGUIEvent) => event.type === EventType.RUN_ERROR && event.code === 'RUN_MOVED';
+export const isMoved = (event: AGUIEvent) => event.type === EventType.RUN_ERROR && event.code === 'RUN_MOVED';
 
 /** A status worth retrying on rejoin: the run may still be there once the server or network is back. */
-const transient = (status: number) => status === 429 || status >= 500;
+export const transient = (status: number) => status === 429 || status >= 500;
 
 /**
  * A run's AG-UI events as an async iterable, to its terminal event. When the connection drops (or
@@ -113,7 +113,7 @@ export class RunStream implements AsyncIterable<AGUIEvent> {
 }
 
 /** The server-sent events of a response body; `onBytes` on every chunk (heartbeats too). */
-async function* frames(body: ReadableStream<Uint8Array>, onBytes: () => void) {
+export async function* frames(body: ReadableStream<Uint8Array>, onBytes: () => void) {
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (message) => queue.push(message) });
   const decoder = new TextDecoder();
@@ -131,10 +131,10 @@ async function* frames(body: ReadableStream<Uint8Array>, onBytes: () => void) {
   }
 }
 
-const describe = (err: unknown) =>
+export const describe = (err: unknown) =>
   err instanceof Error ? err.message : err === undefined ? 'it ended early' : JSON.stringify(err);
 
-function wait(ms: number, signal?: AbortSignal): Promise<void> {
+export function wait(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const done = () => {
       signal?.removeEventListener('abort', abort);

@@ -179,6 +179,46 @@ describe('@io-bridge/client', () => {
     expect(rest).toEqual(all.slice(2));
   });
 
+  it('follows a thread across runs, ids <run>:<seq>, until aborted; an unknown thread is a 404', async () => {
+    const first = request('one');
+    const threadId = first.threadId;
+    const opening = client.run(first);
+    for await (const event of opening) void event;
+    const next = [2, 3].map((n) => request(`turn ${n}`, { threadId, forwardedProps: first.forwardedProps }));
+    const stop = new AbortController();
+    // From the end of the first run: the later runs, whenever the follow's request gets there.
+    const follower = client.threads.follow(threadId, {
+      signal: stop.signal,
+      after: `1:${opening.lastEventId}`,
+    });
+    const seen: AGUIEvent[] = [];
+    const ids: string[] = [];
+    const reading = (async () => {
+      for await (const event of follower) {
+        seen.push(event);
+        ids.push(follower.lastEventId!);
+        if (seen.filter((e) => e.type === EventType.RUN_FINISHED).length === 2) stop.abort();
+      }
+    })();
+    const runs: AGUIEvent[][] = [];
+    for (const input of next) {
+      const events: AGUIEvent[] = [];
+      for await (const event of client.run(input)) events.push(event);
+      runs.push(events);
+    }
+    await reading;
+    expect(seen).toEqual([...runs[0], ...runs[1]]);
+    expect(ids).toEqual([...runs[0].map((_, i) => `2:${i + 1}`), ...runs[1].map((_, i) => `3:${i + 1}`)]);
+    expect(follower.rejoins).toBe(0);
+
+    const unknown = client.threads.follow(id('nobody'));
+    await expect(
+      (async () => {
+        for await (const event of unknown) void event;
+      })(),
+    ).rejects.toMatchObject({ statusCode: 404, code: 'NOT_FOUND' });
+  });
+
   it('refuses a bad run with the error envelope, before any stream', async () => {
     const bad = request('x', { messages: [{ id: '', role: 'user', content: 'x' }] });
     const error: unknown = await (async () => {

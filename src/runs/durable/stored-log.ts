@@ -1,6 +1,6 @@
 import { AguiEvent } from '../../protocol/agui-events';
 import { RunLifecycle } from '../engine/run-lifecycle';
-import { Chunk, READ_PAGE, RunEventsRepository } from '../storage/run-events.repository';
+import { RunEventsRepository } from '../storage/run-events.repository';
 import { parseFrames } from '../stream/run-log';
 
 /**
@@ -25,9 +25,9 @@ export async function readStoredLog(
   let last = 0;
   let steps = 0;
   let terminal = false;
-  for (;;) {
-    const chunks: Chunk[] = await events.after(run.id, last);
-    for (const chunk of chunks) {
+  for (let more = true; more;) {
+    const page = await events.page(run.id, last);
+    for (const chunk of page.chunks) {
       if (chunk.last <= last) continue;
       for (const event of parseFrames(chunk.frames)) {
         if (event.type === 'RUN_STARTED') lifecycle.start();
@@ -37,7 +37,7 @@ export async function readStoredLog(
       last = chunk.last;
       terminal ||= chunk.terminal;
     }
-    if (terminal || chunks.length < READ_PAGE) break;
+    more = page.more && !terminal;
   }
   replaying = false;
   return { last, terminal, steps, lifecycle };

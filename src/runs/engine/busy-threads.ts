@@ -46,9 +46,9 @@ export class BusyThreads implements OnModuleInit {
   }
 
   /**
-   * Waits for the thread by `policy` and claims it with `claim` (given its place, which the claim
-   * checks no other place is before) once free and first; `gone` aborts
-   * when the client leaves. Throws THREAD_BUSY past RUN_QUEUE_WAIT_MS.
+   * Waits for the thread by `policy` and claims it with `claim` once free and first (`claim` gets the
+   * place, so that its statement checks no place is before it); `gone` aborts when the client
+   * leaves. Throws THREAD_BUSY past RUN_QUEUE_WAIT_MS.
    */
   async claimWhenFree<T>(
     run: { threadId: string; runId: string },
@@ -70,9 +70,8 @@ export class BusyThreads implements OnModuleInit {
           try {
             return await claim(ticket);
           } catch (err) {
-            // Another request took the thread first (one that did not wait): wait for its run.
+            // Another request took the thread meanwhile: the next look finds its run to wait for.
             if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
-            continue;
           }
         }
         if (Date.now() >= deadline) {

@@ -19,8 +19,16 @@ export type StoredChunk = Chunk & { runId: string };
  */
 export const RUN_EVENTS_CHANNEL = 'io_bridge_run_events';
 
-/** Chunks one read of a run's log returns at most: a reader far behind goes page by page. */
-export const READ_PAGE = 64;
+/**
+ * One read of a run's log (a page) returns at most this many chunks, and ends with the chunk that
+ * reaches READ_PAGE_BYTES: a replay holds one page at a time, whatever the size of the log's
+ * chunks, and a 3 MB log of one-frame chunks takes a few dozen reads, not hundreds.
+ */
+export const READ_PAGE = 1024;
+export const READ_PAGE_BYTES = 256 * 1024;
+
+/** A page of a run's log: its chunks in order, and whether the log went on past them (read again from the last). */
+export type Page = { chunks: Chunk[]; more: boolean };
 
 /** Frames up to this many bytes travel in the notification itself (Postgres allows 8000 in all). */
 const NOTIFY_FRAMES_BYTES = 7000;
@@ -97,18 +105,27 @@ export class RunEventsRepository {
 
   /**
    * The run's stored chunks holding events after `after`, in order (the first may start before it),
-   * at most `limit` of them, and its terminal chunk in any case, so a reader that has everything
-   * learns the log is complete.
+   * a page of them (READ_PAGE, READ_PAGE_BYTES), and its terminal chunk in any case when the page
+   * reaches it, so a reader that has everything learns the log is complete.
    */
-  async after(runId: string, after: number, limit = READ_PAGE): Promise<Chunk[]> {
-    const rows = await queryPrepared<{ first: number; last: number; frames: string; terminal: boolean }>(
+  async page(runId: string, after: number): Promise<Page> {
+    // `upto`: the page's bytes up to and including the row; a row starting past the limit is left out.
+    const rows = await queryPrepared<Chunk & { upto: number }>(
       this.db,
       'io-bridge.read-run-events',
-      `SELECT first_seq AS first, last_seq AS last, frames, terminal FROM run_events
-        WHERE run_id = $1 AND (last_seq > $2::bigint OR terminal) ORDER BY first_seq LIMIT $3`,
-      [runId, after, limit],
+      `SELECT first, last, frames, terminal, upto FROM (
+         SELECT first_seq AS first, last_seq AS last, frames, terminal,
+                (sum(octet_length(frames)) OVER (ORDER BY first_seq))::float8 AS upto
+           FROM run_events
+          WHERE run_id = $1 AND (last_seq > $2::bigint OR terminal) ORDER BY first_seq LIMIT $3) page
+        WHERE upto - octet_length(frames) < $4`,
+      [runId, after, READ_PAGE, READ_PAGE_BYTES],
     );
-    return rows;
+    const last = rows.at(-1);
+    const chunks = rows.map(({ first, last, frames, terminal }) => ({ first, last, frames, terminal }));
+    // Cut by a limit (the row after the last one would start past READ_PAGE_BYTES), not by the log's end.
+    const more = !!last && !last.terminal && (rows.length === READ_PAGE || last.upto >= READ_PAGE_BYTES);
+    return { chunks, more };
   }
 
   /** Whether any event of the run is stored. */

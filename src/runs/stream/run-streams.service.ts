@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import { Subscribable } from 'rxjs';
 import { ANY_OWNER, idScope, Principal } from '../../auth/principal';
 import { DomainError } from '../../common/errors';
+import { Gate } from '../../common/gate';
 import type { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { PgNotifications } from '../../database/pg-notifications.service';
@@ -13,8 +14,8 @@ import { RunLogWriter } from './run-log-writer';
 import { endOrphanedLog } from './orphaned-log';
 import {
   Chunk,
+  Page,
   parseAnnouncement,
-  READ_PAGE,
   RUN_EVENTS_CHANNEL,
   RunEventsRepository,
 } from '../storage/run-events.repository';
@@ -51,6 +52,12 @@ export type Join = (writer: SseWriter) => void;
  * announces (NOTIFY). When the last reader of a live run leaves, the run is stopped, after the
  * run's disconnect grace period if it has one. Logs are deleted RUN_EVENTS_RETENTION_MS after their
  * run ended.
+ *
+ * Streams read storage a page at a time through `reads`, which lets them use half the pool at most
+ * (the other routes keep the rest), and never while they wait on a socket: a page is read, its
+ * connection released, the page written as the socket takes it, then the next is read. A join
+ * reads its first page before any header, so a replay the database cannot serve now is a 503,
+ * never a 200 without events.
  */
 @Injectable()
 export class RunStreams implements OnModuleInit, OnModuleDestroy {
@@ -70,6 +77,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   private readonly writer: RunLogWriter;
   /** Every log's `produced`: one function for all of them, not a closure per open run. */
   private readonly onProduced = (log: RunLog) => this.writer.produced(log);
+  /** Storage reads of streams (joins and pages), at most half the pool's connections at once. */
+  private readonly reads: Gate;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -85,6 +94,16 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
       (runId) => this.watchers.has(runId) || this.logs.get(runId)?.continued === true,
       config.runEvents.retentionMs,
       this.log,
+    );
+    this.reads = new Gate(
+      Math.max(1, Math.floor(config.database.poolSize / 2)),
+      () =>
+        new DomainError(
+          'SERVICE_UNAVAILABLE',
+          'Too many streams are reading stored events on this instance; retry',
+          undefined,
+          1,
+        ),
     );
   }
 
@@ -185,39 +204,59 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
    * Checks a request to read a run's events after `after`, before any byte is sent: another
    * owner's run (or none) is a 404; a run ended longer than the retention ago (or whose events are
    * gone) is a 410. Undefined when the run ended and the client has every event: nothing to stream
-   * (a 204, which also stops a browser EventSource from reconnecting).
+   * (a 204, which also stops a browser EventSource from reconnecting). A run not held here has its
+   * first page read now; when storage cannot be read within the connect timeout (the streams' share
+   * of the pool taken, or the pool itself), the request is a 503.
    */
-  async join(runId: string, principal: Principal, after: number): Promise<Join | undefined> {
-    const run = await this.runs.findOne(runId, idScope(principal, 'read'));
-    if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
-    return this.joinRun(run, after);
+  join(runId: string, principal: Principal, after: number): Promise<Join | undefined> {
+    return this.reads.run(async () => {
+      const run = await this.runs.findOne(runId, idScope(principal, 'read'));
+      if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
+      return this.prepareJoin(run, after);
+    }, this.config.database.timeouts.connectMs);
   }
 
-  /** {@link join} of a run the caller may read (a thread's stream goes from one run to the next). */
-  async joinRun(run: Run, after: number): Promise<Join | undefined> {
+  /**
+   * {@link join} of a run the caller may read (a thread's stream goes from one run to the next): it
+   * waits its turn to read storage for as long as it takes, its stream being open already.
+   */
+  joinRun(run: Run, after: number): Promise<Join | undefined> {
+    return this.reads.run(() => this.prepareJoin(run, after));
+  }
+
+  private async prepareJoin(run: Run, after: number): Promise<Join | undefined> {
     const runId = run.id;
     const local = this.logs.get(runId);
     if (local?.complete && !local.handedOver && after >= local.seq) return undefined;
-    if (!local && !isActiveStatus(run.status)) {
-      const ended = run.finishedAt ? Date.now() - run.finishedAt.getTime() : Infinity;
-      if (
-        ended > this.config.runEvents.retentionMs ||
-        (ended > ORPHAN_AFTER_MS && !(await this.events.any(runId)))
-      ) {
-        throw new DomainError(
-          'RUN_EVENTS_EXPIRED',
-          `The events of run '${runId}' are no longer kept (they are kept ${this.config.runEvents.retentionMs} ms after a run ends)`,
-        );
+    let first: Page | undefined;
+    if (!local) {
+      const ended = isActiveStatus(run.status)
+        ? undefined
+        : run.finishedAt
+          ? Date.now() - run.finishedAt.getTime()
+          : Infinity;
+      if (ended !== undefined && ended > this.config.runEvents.retentionMs) throw this.expired(runId);
+      first = await this.events.page(runId, after);
+      if (ended !== undefined) {
+        if (ended > ORPHAN_AFTER_MS && !first.chunks.length && !(await this.events.any(runId)))
+          throw this.expired(runId);
+        const [next] = first.chunks;
+        if (next?.terminal && next.last <= after) return undefined;
       }
-      const [next] = await this.events.after(runId, after);
-      if (next?.terminal && next.last <= after) return undefined;
     }
     return (writer) => {
       const log = this.logs.get(runId);
       this.metrics.streamJoins.inc({ source: log ? 'local' : 'follow' });
       if (log && !log.handedOver) this.serveLocal(log, writer, log.addReader());
-      else void this.follow(run, writer);
+      else void this.follow(run, writer, first);
     };
+  }
+
+  private expired(runId: string): DomainError {
+    return new DomainError(
+      'RUN_EVENTS_EXPIRED',
+      `The events of run '${runId}' are no longer kept (they are kept ${this.config.runEvents.retentionMs} ms after a run ends)`,
+    );
   }
 
   /** A reader of a log held here: from memory when it holds what the reader lacks, else storage first. */
@@ -249,14 +288,25 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
       if (log.handedOver) this.relay(log.runId, writer);
       else if (!writer.finished && !writer.isBehind) log.attach(writer, writer.lastSeq);
     } catch (err) {
-      this.log.warn(`run ${log.runId}: reading its stored events failed: ${(err as Error).message}`);
-      writer.close();
+      this.readFailed(log.runId, writer, err);
     }
   }
 
-  /** A reader of a run held elsewhere, or ended: storage, then each write the owner announces. */
-  private async follow(run: Run, writer: SseWriter): Promise<void> {
+  /**
+   * A reader of a run held elsewhere, or ended: storage (from `first`, the page read before the
+   * headers), then each write the owner announces.
+   */
+  private async follow(run: Run, writer: SseWriter, first?: Page): Promise<void> {
     const runId = run.id;
+    // The page read before the headers goes out first: an ended run's log read to its end this way
+    // needs no follower (its instance announces nothing more).
+    if (first) {
+      try {
+        if (await this.pushStored(runId, writer, first)) return writer.end();
+      } catch (err) {
+        return this.readFailed(runId, writer, err);
+      }
+    }
     let wake: () => void = () => undefined;
     const woken = () => wake();
     // A write announced with its frames goes out at once when it is the next; otherwise storage is read.
@@ -297,8 +347,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
         await signal;
       }
     } catch (err) {
-      this.log.warn(`run ${runId}: following its events failed: ${(err as Error).message}`);
-      writer.close();
+      this.readFailed(runId, writer, err);
     } finally {
       this.following.delete(writer);
       set.delete(announced);
@@ -310,23 +359,37 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Sends `writer` stored chunks after what it has, a page at a time, as fast as its socket takes
-   * them (never queueing more than a chunk behind it). True when it got the terminal event.
+   * Sends `writer` stored chunks after what it has (from `page` when given), a page at a time, as
+   * fast as its socket takes them (never queueing more than a chunk behind it). No connection (nor
+   * place in `reads`) is held while the socket drains. True when it got the terminal event.
    */
-  private async pushStored(runId: string, writer: SseWriter): Promise<boolean> {
+  private async pushStored(runId: string, writer: SseWriter, page?: Page): Promise<boolean> {
     for (;;) {
       await writer.drained();
       if (writer.finished) return false;
-      const chunks = await this.events.after(runId, writer.lastSeq);
+      const { chunks, more } = page ?? (await this.reads.run(() => this.events.page(runId, writer.lastSeq)));
+      page = undefined;
       for (const chunk of chunks) {
         if (writer.congested) await writer.drained();
         if (writer.finished || writer.isBehind) return false;
         writer.push(chunk);
       }
       const last = chunks.at(-1);
-      if (!last || last.terminal || chunks.length < READ_PAGE)
-        return last?.terminal === true && writer.lastSeq >= last.last;
+      if (!more) return last?.terminal === true && writer.lastSeq >= last.last;
     }
+  }
+
+  /**
+   * A stream that sent its headers could not read storage: it is closed without its terminal event
+   * (its client resumes with Last-Event-ID), logged and counted.
+   */
+  private readFailed(runId: string, writer: SseWriter, err: unknown): void {
+    if (writer.finished) return; // its client left already
+    this.log.warn(
+      `run ${runId}: reading its stored events failed, its stream is closed: ${(err as Error).message}`,
+    );
+    this.metrics.streamsClosed.inc({ reason: 'storage_failed' });
+    writer.close();
   }
 
   /**

@@ -6,7 +6,7 @@ import { DrainState } from '../../ops/drain.service';
 import { ThreadsRepository } from '../../threads/threads.repository';
 import { Run } from '../storage/run.entity';
 import { RunsRepository } from '../storage/runs.repository';
-import { RunStreams } from './run-streams.service';
+import { Join, RunStreams } from './run-streams.service';
 import { SseConnection, SseWriter } from './sse-writer';
 
 /**
@@ -101,7 +101,8 @@ export class ThreadStreams implements OnModuleInit, OnModuleDestroy {
 
   /**
    * A draining instance: thread streams waiting for a run end now, their clients reconnect elsewhere.
-   * One reading a run held here goes on to that run's end (RunStreams closes those reading storage).
+   * One reading a run held here goes on while this replica serves that run (relayed after a
+   * hand-over), then ends; RunStreams closes those reading storage.
    */
   closeFollowers(): void {
     for (const connection of this.connections) if (!connection.reader) connection.end();
@@ -182,7 +183,7 @@ export class ThreadStreams implements OnModuleInit, OnModuleDestroy {
 
   /** One run of the thread, after `position.seq`, until its terminal event (or the client left). */
   private async streamRun(run: Run, position: ThreadPosition, connection: SseConnection): Promise<void> {
-    let join;
+    let join: Join | undefined;
     try {
       join = await this.streams.joinRun(run, position.seq);
     } catch (err) {
