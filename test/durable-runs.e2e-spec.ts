@@ -249,7 +249,7 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     const streams = await Promise.all(started.map((s) => s.stream));
     streams.forEach((frames, i) => {
       assertStreamRules(frames, inputs[i]);
-      expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+      expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_FINISHED' });
     });
     console.log(`rolling restart: ${moved} stream(s) ended RUN_MOVED and rejoined`);
     expect(moved).toBeGreaterThan(0);
