@@ -184,9 +184,27 @@ function countValues(value: unknown): number {
   return 1 + Object.values(value).reduce<number>((n, v) => n + countValues(v), 0);
 }
 
-async function attackLargestBody(service: Service) {
+/** The largest body sent 20 times, one after the other (`parallel` false: what one request holds) or all at once. */
+async function attackLargestBody(service: Service, parallel: boolean) {
   const template = largestBody();
   const bodies = Array.from({ length: 20 }, () =>
+    template.replace(
+      /"threadId":"[^"]+","runId":"[^"]+"/,
+      `"threadId":"${randomUUID()}","runId":"${randomUUID()}"`,
+    ),
+  );
+  const send = async (body: string) => {
+    const res = await fetch(`${service.base}/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body,
+    });
+    await res.arrayBuffer();
+    return res.status;
+  };
+  // One first warms the service up (modules loaded lazily, code not yet optimised): the figures are
+  // of a running service.
+  await send(
     template.replace(
       /"threadId":"[^"]+","runId":"[^"]+"/,
       `"threadId":"${randomUUID()}","runId":"${randomUUID()}"`,
@@ -195,17 +213,9 @@ async function attackLargestBody(service: Service) {
   await lagMaxMs(service.origin);
   const live = probeLiveness(service.origin);
   const started = performance.now();
-  const statuses = await Promise.all(
-    bodies.map(async (body) => {
-      const res = await fetch(`${service.base}/run`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-        body,
-      });
-      await res.arrayBuffer();
-      return res.status;
-    }),
-  );
+  const statuses: number[] = [];
+  if (parallel) statuses.push(...(await Promise.all(bodies.map(send))));
+  else for (const body of bodies) statuses.push(await send(body));
   const elapsed = performance.now() - started;
   const lag = await lagMaxMs(service.origin);
   const latencies = await live.stop();
@@ -333,22 +343,25 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   try {
     if (wanted('body')) {
-      const body = await attackLargestBody(service);
-      console.log('largest body ×20', JSON.stringify(body));
-      rows.push(
-        row(
-          `largest body ×20 (${(body.bytes / 1e6).toFixed(2)} MB, ${body.values} values): event-loop max lag`,
-          `${body.lagMaxMs.toFixed(1)} ms`,
-          `≤ ${TARGET_LAG_MAX_MS} ms`,
-          body.lagMaxMs <= TARGET_LAG_MAX_MS,
-        ),
-        row(
-          'largest body ×20: /health/live p99',
-          `${body.liveP99Ms.toFixed(1)} ms (${body.liveSamples} probes)`,
-          `≤ ${TARGET_LIVE_P99_BODY_MS} ms`,
-          body.liveP99Ms <= TARGET_LIVE_P99_BODY_MS,
-        ),
-      );
+      for (const parallel of [false, true]) {
+        const body = await attackLargestBody(service, parallel);
+        const how = parallel ? 'all 20 at once' : 'one after the other';
+        console.log(`largest body ×20, ${how}`, JSON.stringify(body));
+        rows.push(
+          row(
+            `largest body ×20 (${(body.bytes / 1e6).toFixed(2)} MB, ${body.values} values), ${how}: event-loop max lag`,
+            `${body.lagMaxMs.toFixed(1)} ms (${JSON.stringify(body.statuses)})`,
+            `≤ ${TARGET_LAG_MAX_MS} ms`,
+            body.lagMaxMs <= TARGET_LAG_MAX_MS,
+          ),
+          row(
+            `largest body ×20, ${how}: /health/live p99`,
+            `${body.liveP99Ms.toFixed(1)} ms (${body.liveSamples} probes)`,
+            `≤ ${TARGET_LIVE_P99_BODY_MS} ms`,
+            body.liveP99Ms <= TARGET_LIVE_P99_BODY_MS,
+          ),
+        );
+      }
     }
     if (wanted('replays')) {
       const run = await bigRun(service);
