@@ -60,7 +60,13 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly log = new Logger(RunLeases.name);
   private readonly held = new Map<string, Held>();
   private timers: NodeJS.Timeout[] = [];
-  private checkpointing = false;
+  /**
+   * The renewal or checkpoint in flight. Each locks the rows of many runs, in no set order: two at
+   * once deadlock (seen under load, and a renewal that loses may stop runs), so they take turns.
+   */
+  private writing: Promise<void> | undefined;
+  /** A renewal waits for its turn: the next tick does not queue another. */
+  private renewalWaiting = false;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -103,6 +109,15 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
       held.unrenewable = true;
       held.holder.leaseUnrenewable();
     }
+    if (this.renewalWaiting || !this.held.size) return;
+    this.renewalWaiting = true;
+    await this.inTurn(() => {
+      this.renewalWaiting = false;
+      return this.renewHeld(sent);
+    });
+  }
+
+  private async renewHeld(sent: number): Promise<void> {
     const ids = [...this.held.keys()];
     try {
       const active = await this.runs.renewLeases(
@@ -120,9 +135,18 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
+  /** Runs `write` once no other renewal or checkpoint is in flight. */
+  private async inTurn(write: () => Promise<void>): Promise<void> {
+    while (this.writing) await this.writing;
+    const done = write().finally(() => (this.writing = undefined));
+    this.writing = done;
+    await done;
+  }
+
   /** Writes the checkpoints of the runs that showed something since their last one. */
   private async checkpoint(): Promise<void> {
-    if (this.checkpointing) return;
+    // Checkpoints come often: one that finds a write in flight leaves its work to the next.
+    if (this.writing) return;
     const due: Array<[string, Held, number, number]> = [];
     const checkpoints: Array<HeldRun & { messages?: StoredMessage[]; progress?: StoredMessage[] }> = [];
     for (const [runId, held] of this.held) {
@@ -145,7 +169,13 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
       }
     }
     if (!due.length) return;
-    this.checkpointing = true;
+    await this.inTurn(() => this.saveCheckpoints(checkpoints, due));
+  }
+
+  private async saveCheckpoints(
+    checkpoints: Array<HeldRun & { messages?: StoredMessage[]; progress?: StoredMessage[] }>,
+    due: Array<[string, Held, number, number]>,
+  ): Promise<void> {
     const sent = Date.now();
     try {
       const active = await this.runs.saveCheckpoints(checkpoints, this.leaseMs);
@@ -160,8 +190,6 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
       );
     } catch (err) {
       this.log.warn(`checkpointing runs failed: ${(err as Error).message}`);
-    } finally {
-      this.checkpointing = false;
     }
   }
 
