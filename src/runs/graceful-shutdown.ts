@@ -36,6 +36,16 @@ export class GracefulShutdown {
     private readonly continuations: RunContinuations,
   ) {}
 
+  private async handOver(): Promise<void> {
+    if (!this.runs.count) return;
+    try {
+      await this.continuations.handOverAll();
+    } catch (err) {
+      // Their leases lapse by themselves: the others continue them a lease later.
+      this.log.warn(`handing runs over failed: ${(err as Error).message}`);
+    }
+  }
+
   async drainRuns(handOver: boolean): Promise<void> {
     this.drain.begin();
     // Streams following runs of other instances end now: their clients rejoin on another instance.
@@ -43,16 +53,12 @@ export class GracefulShutdown {
     this.threadStreams.closeFollowers();
     const deadline = Date.now() + this.config.shutdownGraceMs;
     this.log.log(`draining: ${this.runs.count} active run(s), up to ${this.config.shutdownGraceMs} ms`);
-    if (handOver && this.runs.count) {
-      try {
-        await this.continuations.handOverAll();
-      } catch (err) {
-        // Their leases lapse by themselves: the others continue them a lease later.
-        this.log.warn(`handing runs over failed: ${(err as Error).message}`);
-      }
-    }
-    while ((this.runs.count || this.streams.relaying) && Date.now() < deadline)
+    if (handOver) await this.handOver();
+    while ((this.runs.count || this.streams.relaying) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
+      // A run this replica was taking on when the drain began (a continuation) goes too.
+      if (handOver) await this.handOver();
+    }
     if (this.streams.relaying) {
       this.log.log(`ending ${this.streams.relaying} relayed stream(s) with RUN_MOVED`);
       this.streams.endRelays(runMoved());
