@@ -123,6 +123,20 @@ describe('the playground at /playground, in Chromium against the built service',
     await shot('server-tool');
   });
 
+  it('asks for an approval and runs the tool once approved', async () => {
+    await newThread();
+    await send('/tool publish_note {"text":"hello from the playground"}');
+    const approvals = page.getByRole('region', { name: 'Approvals' });
+    await approvals.getByRole('button', { name: 'Approve' }).waitFor();
+    await expect(approvals.getByRole('button', { name: 'Decline' }).isVisible()).resolves.toBe(true);
+    await shot('approval');
+    await approvals.getByRole('button', { name: 'Approve' }).click();
+    const card = conversation().getByRole('group', { name: 'Tool call publish_note' });
+    await card.locator('.result').getByText('"published": true').waitFor();
+    await expect(approvals.isHidden()).resolves.toBe(true);
+    await page.getByRole('status').getByText('Done.').waitFor();
+  });
+
   it('runs the browser tool in the page and posts its result into the run', async () => {
     await newThread();
     await send('/tool browser_info {}');
