@@ -6,7 +6,7 @@
 // Targets (README, docs/playground.md): a first answer within 2 minutes of the clone, interactive in
 // under 1 s. Not part of `npm test`: it downloads every package and takes a minute or two.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -22,6 +22,7 @@ const COLD_LOADS = 10;
 const origin = `http://127.0.0.1:${PORT}`;
 const work = mkdtempSync(join(tmpdir(), 'io-bridge-first-answer-'));
 const clone = join(work, 'io-bridge');
+const startLog = join(work, 'start.log');
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): void {
@@ -31,7 +32,10 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.e
 
 async function answering(service: ChildProcess): Promise<void> {
   for (;;) {
-    if (service.exitCode !== null) throw new Error(`npm start exited with ${service.exitCode}`);
+    if (service.exitCode !== null)
+      throw new Error(
+        `npm start exited with ${service.exitCode}:\n${readFileSync(startLog, 'utf8').slice(-2000)}`,
+      );
     const live = await fetch(`${origin}/health/ready`).catch(() => undefined);
     if (live?.ok) return;
     await new Promise((r) => setTimeout(r, 100));
@@ -58,7 +62,7 @@ try {
   service = spawn('npm', ['start'], {
     cwd: clone,
     env: { ...process.env, PORT: String(PORT), EMBEDDED_PG_PORT: String(PORT + 1) },
-    stdio: 'ignore',
+    stdio: ['ignore', openSync(startLog, 'w'), openSync(startLog, 'a')],
     detached: true,
   });
   await answering(service);
