@@ -12,6 +12,7 @@ import { benchStockRoundTrip, formatStockRoundTrip } from './stock-roundtrip';
 import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { WarmConnections } from './lean-client';
 import { benchResume, formatResume, withReplica } from './resume-bench';
+import { benchParked, formatParked, parkedTargets } from './parked-bench';
 import { startBareEngine } from './bare-engine';
 import { benchDbCost, dbCostRatio, formatDbCost } from './db-cost';
 import {
@@ -816,7 +817,8 @@ async function main(): Promise<void> {
   const progress = (what: string) => process.stderr.write(`... ${what}\n`);
   const only = new Set(
     (
-      process.env.BENCH_ONLY ?? 'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume'
+      process.env.BENCH_ONLY ??
+      'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume,parked'
     ).split(','),
   );
   try {
@@ -948,6 +950,13 @@ async function main(): Promise<void> {
         await withReplica(config.database.url!, config.prefix, (baseB) => benchResume(baseA, baseB)),
       );
     }
+    let parked: string | undefined;
+    let parkedRows: RatioRow[] = [];
+    if (only.has('parked')) {
+      const figures = await benchParked(config, progress);
+      parked = formatParked(figures);
+      parkedRows = parkedTargets(figures);
+    }
     let threads: string | undefined;
     if (only.has('threads')) {
       progress('threads: list and read latency with 100,000 threads and a 1,000-message thread');
@@ -966,12 +975,14 @@ async function main(): Promise<void> {
     if (stockTools) console.log(`\n${stockTools}`);
     if (resume) console.log(`\n${resume}`);
     if (threads) console.log(threads);
+    if (parked) console.log(`\n${parked}`);
     const ratios = issue14Ratios(subjects, latency, mem, engineMem);
     if (ratios.length)
       console.log(
         `\n${formatRatios('Issue 14 ratios (service against the engine alone, this run)', ratios)}`,
       );
     if (realisticRows.length) console.log(`\n${formatRatios('Issue 21 ratios (this run)', realisticRows)}`);
+    if (parkedRows.length) console.log(`\n${formatRatios('Issue 25 targets (this run)', parkedRows)}`);
   } finally {
     await ceiling.close();
     await bareEngine.close();
