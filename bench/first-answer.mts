@@ -6,7 +6,7 @@
 // Targets (README, docs/playground.md): a first answer within 2 minutes of the clone, interactive in
 // under 1 s. Not part of `npm test`: it downloads every package and takes a minute or two.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -21,6 +21,8 @@ const PORT = Number(process.env.FIRST_ANSWER_PORT ?? 3900);
 const COLD_LOADS = 10;
 const origin = `http://127.0.0.1:${PORT}`;
 const work = mkdtempSync(join(tmpdir(), 'io-bridge-first-answer-'));
+// Readable by all, as a user's folder is: run as root, the embedded Postgres runs as another user.
+chmodSync(work, 0o755);
 const clone = join(work, 'io-bridge');
 const startLog = join(work, 'start.log');
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

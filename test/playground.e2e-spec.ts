@@ -6,6 +6,7 @@ import { IoBridgeClient } from '@io-bridge/client';
 import { startBuiltService, type BuiltService } from './support/built-service';
 import { launchChromium } from './support/chromium';
 import { SIGNED_IN_USER, TestIdp } from './support/oidc';
+import { startOpenAiServer, type OpenAiServer } from './support/openai-server';
 
 /**
  * The playground (CONTRACT section 12) in headless Chromium against the built service: chat with
@@ -293,5 +294,38 @@ describe('the playground with AUTH_MODE=jwt', () => {
     expect((await user.threads.list()).threads.map((t) => t.title)).toContain(title);
     await page.screenshot({ path: join(SHOTS, 'signed-in-oidc.png') });
     expect(problems).toEqual([]);
+  });
+});
+
+describe('the playground with a provider that reports usage', () => {
+  let provider: OpenAiServer;
+  let service: BuiltService;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    provider = await startOpenAiServer(() => ({
+      text: ['Hello', ' there'],
+      usage: { prompt: 17, completion: 5 },
+    }));
+    service = await startBuiltService({
+      MODEL: 'openai/gpt-test',
+      OPENAI_BASE_URL: provider.url,
+      OPENAI_API_KEY: 'test-key',
+    });
+    browser = await launchChromium();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+    await provider?.close();
+  });
+
+  it("shows the run's recorded usage once it ends", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${service.origin}/playground`, { waitUntil: 'load' });
+    await page.getByRole('textbox', { name: 'Message' }).fill('hi');
+    await page.getByRole('textbox', { name: 'Message' }).press('Enter');
+    await page.getByRole('status').getByText('Done.').waitFor();
+    await page.getByText(/^Usage: 17 input and 5 output tokens \(.*gpt-test.*\)$/).waitFor();
   });
 });

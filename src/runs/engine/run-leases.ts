@@ -65,8 +65,9 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
    * once deadlock (seen under load, and a renewal that loses may stop runs), so they take turns.
    */
   private writing: Promise<void> | undefined;
-  /** A renewal waits for its turn: the next tick does not queue another. */
+  /** A renewal or a checkpoint waiting for its turn: the next tick does not queue another of its kind. */
   private renewalWaiting = false;
+  private checkpointWaiting = false;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -145,8 +146,15 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Writes the checkpoints of the runs that showed something since their last one. */
   private async checkpoint(): Promise<void> {
-    // Checkpoints come often: one that finds a write in flight leaves its work to the next.
-    if (this.writing) return;
+    if (this.checkpointWaiting) return;
+    this.checkpointWaiting = true;
+    await this.inTurn(() => {
+      this.checkpointWaiting = false;
+      return this.checkpointHeld();
+    });
+  }
+
+  private async checkpointHeld(): Promise<void> {
     const due: Array<[string, Held, number, number]> = [];
     const checkpoints: Array<HeldRun & { messages?: StoredMessage[]; progress?: StoredMessage[] }> = [];
     for (const [runId, held] of this.held) {
@@ -169,13 +177,6 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
       }
     }
     if (!due.length) return;
-    await this.inTurn(() => this.saveCheckpoints(checkpoints, due));
-  }
-
-  private async saveCheckpoints(
-    checkpoints: Array<HeldRun & { messages?: StoredMessage[]; progress?: StoredMessage[] }>,
-    due: Array<[string, Held, number, number]>,
-  ): Promise<void> {
     const sent = Date.now();
     try {
       const active = await this.runs.saveCheckpoints(checkpoints, this.leaseMs);
