@@ -77,6 +77,37 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
     );
   });
 
+  it('a rejoin of a run that waits sends its headers at once, not with the next event or heartbeat', async () => {
+    const input = runInput('/tool pick {}', {
+      tools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } }],
+    });
+    const live = await openRun(a.runUrl, input);
+    const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
+    const last = live.frames.at(-1)!.id;
+    // Nothing new to send: the run waits for the browser, and a's heartbeat is 10 s away. Before,
+    // the headers waited for it (the fetch below did not resolve).
+    const res = await fetch(eventsUrl(a, input.runId), {
+      headers: { accept: 'text/event-stream', 'last-event-id': String(last) },
+      signal: AbortSignal.timeout(5_000),
+    });
+    expect(res.status).toBe(200);
+    const rest = await readRun(res);
+    const posted = await fetch(
+      `${a.baseUrl}/io-bridge/runs/${input.runId}/tool-calls/${call.toolCallId}/result`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ content: 'blue' }),
+      },
+    );
+    expect(posted.status).toBe(202);
+    const tail = await rest.done;
+    expect(tail[0].id).toBe(last + 1);
+    expect(types(tail)).toContain('TOOL_CALL_RESULT');
+    expect(tail.at(-1)!.event.type).toBe('RUN_FINISHED');
+    await live.done;
+  });
+
   it('a second tab joins mid-run, on either instance, and gets the same bytes as the original stream', async () => {
     // Deltas 120 ms apart: quiet long enough for the 50 ms heartbeats of instance b.
     const input = runInput(`/slow 120 ${WORDS}`);

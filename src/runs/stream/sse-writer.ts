@@ -118,6 +118,9 @@ export class SseConnection {
     // after the stream: Node does so when the response says `close`, and keeps it with `keep-alive`.
     if (!this.raw.shouldKeepAlive) headers.connection = 'close';
     this.raw.writeHead(200, headers);
+    // Sent now, not with the first write: a rejoin of a run that waits (for a browser's tool result)
+    // has nothing to send, and its client would see no response until the next heartbeat.
+    this.raw.flushHeaders();
     this.heartbeat = Heartbeat.of(options.heartbeatMs);
     this.heartbeat.add(this);
     // `close` comes once: `on` spares the wrapper `once` would keep for the length of the stream.
