@@ -43,6 +43,7 @@ import { RunRateLimitGuard } from './run-rate-limit.guard';
 import { SseConnection, SseWriter, SseWriterOptions, sseWriterOptions } from './stream/sse-writer';
 import { ThreadStreams } from './stream/thread-streams.service';
 import { RunStreams } from './stream/run-streams.service';
+import { resumePoint } from './stream/resume-point';
 
 @ApiTags('runs')
 @ApiHeader({
@@ -196,12 +197,7 @@ export class RunsController {
     @CurrentPrincipal() principal: Principal,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const after =
-      lastEventId !== undefined
-        ? sequenceNumber(lastEventId, 'Last-Event-ID')
-        : afterParam !== undefined
-          ? sequenceNumber(afterParam, 'after')
-          : 0;
+    const after = resumePoint(lastEventId, afterParam, sequenceNumber) ?? 0;
     this.pino.assign({ runId, resourceId: principal.resourceId });
     // Taken before any database work, released when the stream closes (or when nothing is streamed).
     const share = this.shares.takeReader(principal.resourceId, runId, reply.request.socket.remoteAddress);
@@ -279,7 +275,6 @@ export class RunsController {
   }
 }
 
-/** A sequence number as a client sends it: a non-negative decimal integer. */
 /** An event id: a decimal integer from 0 to 2^53 - 1 (Number.MAX_SAFE_INTEGER), else a 400. */
 function sequenceNumber(value: unknown, name: string): number {
   const text = typeof value === 'string' ? value.trim() : '';

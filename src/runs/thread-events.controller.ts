@@ -12,6 +12,7 @@ import { Metrics } from '../ops/metrics.service';
 import { RUN_STREAM_CONTENT } from '../protocol/run-events.dto';
 import { SseConnection, sseWriterOptions } from './stream/sse-writer';
 import { parseThreadEventId, ThreadPosition, ThreadStreams } from './stream/thread-streams.service';
+import { resumePoint } from './stream/resume-point';
 
 /**
  * A thread's runs as one stream (issue 25): a route under /threads served here, in runs/, because it
@@ -79,12 +80,7 @@ export class ThreadEventsController {
     @CurrentPrincipal() principal: Principal,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const after =
-      lastEventId !== undefined
-        ? threadEventId(lastEventId, 'Last-Event-ID')
-        : afterParam !== undefined
-          ? threadEventId(afterParam, 'after')
-          : undefined;
+    const after = resumePoint(lastEventId, afterParam, threadEventId);
     this.pino.assign({ threadId, resourceId: principal.resourceId });
     // Taken before any database work, released when the stream closes (or when nothing is streamed).
     const share = this.shares.takeThreadReader(
