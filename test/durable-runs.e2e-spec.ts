@@ -206,6 +206,33 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     expect(messages[3].content).toBe('Tool pick returned "blue"');
   }, 120_000);
 
+  it('a parked run that gets no result ends TOOL_RESULT_TIMEOUT; its replica keeps nothing of it: a rejoin after its last event is a 204', async () => {
+    const a = await start({ RUN_PARK_AFTER_MS: '300', FRONTEND_TOOL_TIMEOUT_MS: '2000' });
+    const threadId = uid('timed-out');
+    const input = {
+      ...turn(threadId, '/tool pick {}'),
+      tools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } }],
+    };
+    const live = await openRun(`${a.base}/run`, input);
+    const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
+    await eventually(async () => {
+      const { rows } = await db((q) => q.query('SELECT parked FROM runs WHERE id = $1', [input.runId]));
+      return rows[0]?.parked === call.toolCallId ? true : undefined;
+    }, 10_000);
+    // Its client's stream follows the log, to the end the reaper wrote.
+    const frames = await live.done;
+    assertStreamRules(frames, input);
+    expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'TOOL_RESULT_TIMEOUT' });
+    const row = await db((q) => q.query('SELECT status, error_code FROM runs WHERE id = $1', [input.runId]));
+    expect(row.rows[0]).toEqual({ status: 'error', error_code: 'TOOL_RESULT_TIMEOUT' });
+    // Held in memory, the log of the parked run would be followed here, unended, instead of a 204.
+    const after = await fetch(`${a.base}/runs/${encodeURIComponent(input.runId)}/events`, {
+      headers: { accept: 'text/event-stream', 'last-event-id': String(frames.at(-1)!.id) },
+    });
+    await after.body?.cancel();
+    expect(after.status).toBe(204);
+  }, 60_000);
+
   it('a rolling restart of 3 replicas with 30 live runs: 30 of 30 finish, none INTERRUPTED, no message stored twice', async () => {
     const first = await start();
     const replicas = [first, ...(await Promise.all([start(), start()]))];

@@ -70,7 +70,12 @@ export class RunLogWriter {
   private async write(logs: RunLog[]): Promise<void> {
     const batch: Array<[RunLog, StoredChunk]> = [];
     for (const log of logs) {
-      if (log.writing || !log.unstored.length) continue;
+      if (log.writing) continue;
+      if (!log.unstored.length) {
+        // Complete with everything stored already (a run handed over or parked right after a write).
+        if (log.complete) this.forget(log);
+        continue;
+      }
       const chunks = log.unstored;
       const joined: StoredChunk = {
         runId: log.runId,
@@ -104,13 +109,18 @@ export class RunLogWriter {
       if (ok) log.stored(chunk.last);
       else log.storeFailed();
       if (log.complete && !log.unstored.length) {
-        this.logs.delete(log.runId);
-        this.completedAt.delete(log.runId);
+        this.forget(log);
       } else if (ok && log.unstored.length) {
         this.due.add(log);
       }
     }
     this.scheduleWrite();
+  }
+
+  /** A complete, stored log leaves memory (unless a continuation of its run here holds the id now). */
+  private forget(log: RunLog): void {
+    if (this.logs.get(log.runId) === log) this.logs.delete(log.runId);
+    this.completedAt.delete(log.runId);
   }
 
   /** Complete logs that could not be stored within the retention are given up. */
