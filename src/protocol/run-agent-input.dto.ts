@@ -1,23 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  ArrayUnique,
-  IsArray,
-  IsIn,
-  IsObject,
-  IsOptional,
-  IsString,
-  Matches,
-  MaxLength,
-  MinLength,
-  Validate,
-  ValidateIf,
-  ValidateNested,
-} from 'class-validator';
-import { JsonSchemaObject, MessageContent } from './validators';
-import { ID_MESSAGE, ID_PATTERN, ID_SCHEMA } from '../common/ids';
+import { ID_SCHEMA } from '../common/ids';
 
 export const MESSAGE_ROLES = [
   'user',
@@ -31,8 +14,8 @@ export const MESSAGE_ROLES = [
 export type MessageRole = (typeof MESSAGE_ROLES)[number];
 
 /** Tool names as clients send them, MCP style included (`server.tool`, `a/b`); aliased for the model where needed. */
-const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.:/-]{1,128}$/;
-const TOOL_NAME_MESSAGE = '$property must be 1-128 letters, digits, _ - . : or /';
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.:/-]{1,128}$/;
+export const TOOL_NAME_RULE = '1-128 letters, digits, _ - . : or /';
 
 /** Ids name threads, runs, messages and tool calls: see common/ids.ts. */
 const ID_PROPERTY = ID_SCHEMA;
@@ -51,8 +34,6 @@ export const ANY_JSON_VALUE = {
 
 export class FunctionCallDto {
   @ApiProperty({ pattern: TOOL_NAME_PATTERN.source, example: 'get_weather' })
-  @IsString()
-  @Matches(TOOL_NAME_PATTERN, { message: TOOL_NAME_MESSAGE })
   name: string;
 
   @ApiProperty({
@@ -60,37 +41,26 @@ export class FunctionCallDto {
     description: "The call's arguments as JSON text",
     example: '{"city":"Paris"}',
   })
-  @IsString()
-  @MaxLength(1_000_000)
   arguments: string;
 }
 
 export class ToolCallDto {
   @ApiProperty(ID_PROPERTY)
-  @IsString()
-  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   id: string;
 
   @ApiProperty({ enum: ['function'] })
-  @IsIn(['function'])
   type: 'function';
 
   @ApiProperty({ type: FunctionCallDto })
-  @IsObject()
-  @ValidateNested()
-  @Type(() => FunctionCallDto)
   function: FunctionCallDto;
 }
 
 /** An AG-UI 1.0 message; which fields apply depends on `role`. */
 export class MessageDto {
   @ApiProperty(ID_PROPERTY)
-  @IsString()
-  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   id: string;
 
   @ApiProperty({ enum: MESSAGE_ROLES, enumName: 'MessageRole' })
-  @IsIn(MESSAGE_ROLES)
   role: MessageRole;
 
   @ApiPropertyOptional({
@@ -103,48 +73,27 @@ export class MessageDto {
     ],
     example: 'Hello',
   })
-  @Validate(MessageContent)
   content?: unknown;
 
   @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional()
-  @IsString()
-  @MaxLength(200)
   name?: string;
 
   @ApiPropertyOptional({ type: [ToolCallDto], description: 'On `assistant` messages' })
-  @IsOptional()
-  @IsArray()
-  @IsObject({ each: true })
-  @ValidateNested({ each: true })
-  @Type(() => ToolCallDto)
   toolCalls?: ToolCallDto[];
 
   @ApiPropertyOptional({ ...ID_PROPERTY, description: 'Required on `tool` messages: the call it answers' })
-  @ValidateIf((m: MessageDto) => m.role === 'tool')
-  @IsString()
-  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   toolCallId?: string;
 
   @ApiPropertyOptional({ description: 'On `tool` messages: the tool failed' })
-  @IsOptional()
-  @IsString()
   error?: string;
 
   @ApiPropertyOptional({ minLength: 1, description: 'Required on `activity` messages' })
-  @ValidateIf((m: MessageDto) => m.role === 'activity')
-  @IsString()
-  @MinLength(1)
   activityType?: string;
 
   @ApiPropertyOptional()
-  @IsOptional()
-  @IsString()
   encryptedValue?: string;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: true })
-  @IsOptional()
-  @IsObject()
   metadata?: Record<string, unknown>;
 }
 
@@ -155,14 +104,9 @@ export class ToolDto {
     description:
       'MCP-style names (`portal.get_positions`, `files/read`) included: a name a provider cannot take is aliased for the model and restored on the wire and in storage',
   })
-  @IsString()
-  @Matches(TOOL_NAME_PATTERN, { message: TOOL_NAME_MESSAGE })
   name: string;
 
   @ApiPropertyOptional({ maxLength: 10_000, description: 'Optional, as in AG-UI' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(10_000)
   description?: string;
 
   @ApiPropertyOptional({
@@ -171,19 +115,14 @@ export class ToolDto {
     description: 'A JSON Schema for the arguments, with `type: "object"`',
     example: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
   })
-  @IsOptional()
-  @Validate(JsonSchemaObject)
   parameters?: Record<string, unknown>;
 }
 
 export class ContextDto {
   @ApiProperty({ maxLength: 10_000, example: 'User locale' })
-  @IsString()
-  @MaxLength(10_000)
   description: string;
 
   @ApiProperty({ example: 'fr-FR' })
-  @IsString()
   value: string;
 }
 
@@ -193,12 +132,9 @@ export class ResumeEntryDto {
     ...ID_PROPERTY,
     description: 'The id of the interrupt, from `RUN_FINISHED.outcome.interrupts[].id`',
   })
-  @IsString()
-  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   interruptId: string;
 
   @ApiProperty({ enum: ['resolved', 'cancelled'], description: '`cancelled` declines the tool call' })
-  @IsIn(['resolved', 'cancelled'])
   status: 'resolved' | 'cancelled';
 
   @ApiPropertyOptional({
@@ -207,20 +143,20 @@ export class ResumeEntryDto {
     description: 'For an approval: `{approved: true|false, reason?}`',
     example: { approved: true },
   })
-  @IsOptional()
-  @IsObject()
   payload?: Record<string, unknown>;
 }
 
-/** AG-UI `RunAgentInput`, as CONTRACT section 2 and the seed require it. */
+/**
+ * AG-UI `RunAgentInput`, as CONTRACT section 2 and the seed require it: its OpenAPI shape and its type.
+ * A body is checked by the compiled schema of run-agent-input.schema.ts (RunAgentInputPipe), which
+ * keeps the same rules.
+ */
 export class RunAgentInputDto {
   @ApiProperty({
     ...ID_PROPERTY,
     description: 'Created for the caller on its first run',
     example: 'thread-1',
   })
-  @IsString()
-  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   threadId: string;
 
   @ApiProperty({
@@ -228,23 +164,15 @@ export class RunAgentInputDto {
     description: 'New for every run (409 RUN_ALREADY_EXISTS otherwise)',
     example: 'run-1',
   })
-  @IsString()
-  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   runId: string;
 
   @ApiPropertyOptional(ID_PROPERTY)
-  @IsOptional()
-  @IsString()
-  @Matches(ID_PATTERN, { message: ID_MESSAGE })
   parentRunId?: string;
 
   @ApiPropertyOptional()
-  @IsOptional()
-  @IsString()
   protocolVersion?: string;
 
   @ApiPropertyOptional({ ...ANY_JSON_VALUE, description: 'Client state; accepted and passed on as it is' })
-  @IsOptional()
   state?: unknown;
 
   @ApiProperty({
@@ -252,24 +180,15 @@ export class RunAgentInputDto {
     description: 'The whole history or only the new message: messages already stored are not stored twice',
     example: [{ id: 'msg-1', role: 'user', content: 'Hello' }],
   })
-  @IsArray()
-  @IsObject({ each: true })
-  @ValidateNested({ each: true })
-  @Type(() => MessageDto)
   messages: MessageDto[];
 
   @ApiPropertyOptional({
     type: [ToolDto],
-    description: 'Frontend tools the model may call; `[]` when absent',
+    description: 'Frontend tools the model may call, each name once; `[]` when absent',
     default: [],
     example: [],
   })
-  @IsArray()
-  @IsObject({ each: true })
-  @ValidateNested({ each: true })
-  @Type(() => ToolDto)
-  @ArrayUnique((t: ToolDto) => t?.name, { message: 'tool names must be unique' })
-  tools: ToolDto[] = [];
+  tools: ToolDto[];
 
   @ApiPropertyOptional({
     type: [ContextDto],
@@ -277,11 +196,7 @@ export class RunAgentInputDto {
     default: [],
     example: [],
   })
-  @IsArray()
-  @IsObject({ each: true })
-  @ValidateNested({ each: true })
-  @Type(() => ContextDto)
-  context: ContextDto[] = [];
+  context: ContextDto[];
 
   @ApiPropertyOptional({
     type: 'object',
@@ -290,23 +205,14 @@ export class RunAgentInputDto {
       'agentId, resourceId, memoryOptions (or memory), modelSettings, structuredOutput; anything else is tolerated',
     example: { agentId: 'assistant' },
   })
-  @IsOptional()
-  @IsObject()
   forwardedProps?: Record<string, unknown>;
 
   @ApiPropertyOptional({
     type: [ResumeEntryDto],
     maxItems: 32,
     description:
-      'AG-UI 1.0: answers to interrupts of an earlier run of this thread (approvals); checked before any stream',
+      'AG-UI 1.0: answers to interrupts of an earlier run of this thread (approvals), each interrupt once; checked before any stream',
   })
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(32)
-  @IsObject({ each: true })
-  @ValidateNested({ each: true })
-  @Type(() => ResumeEntryDto)
-  @ArrayUnique((r: ResumeEntryDto) => r?.interruptId, { message: 'each interrupt is answered once' })
   resume?: ResumeEntryDto[];
 }
 

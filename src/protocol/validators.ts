@@ -1,5 +1,4 @@
 import { jsonSchemaProblem } from '../common/json-schema';
-import { ValidationArguments, ValidatorConstraint, ValidatorConstraintInterface } from 'class-validator';
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -30,7 +29,8 @@ function contentPartProblem(part: unknown): string | undefined {
   return undefined;
 }
 
-function contentProblem(role: string | undefined, content: unknown): string | undefined {
+/** Why `content` does not fit a message of `role`, or undefined when it does. */
+export function contentProblem(role: string | undefined, content: unknown): string | undefined {
   switch (role) {
     case 'assistant':
       return content === undefined || typeof content === 'string' ? undefined : 'content must be a string';
@@ -51,31 +51,8 @@ function contentProblem(role: string | undefined, content: unknown): string | un
   }
 }
 
-/** Checks `content` against the message's role. */
-@ValidatorConstraint({ name: 'messageContent' })
-export class MessageContent implements ValidatorConstraintInterface {
-  validate(content: unknown, args: ValidationArguments): boolean {
-    return contentProblem((args.object as { role?: string }).role, content) === undefined;
-  }
-
-  defaultMessage(args: ValidationArguments): string {
-    return contentProblem((args.object as { role?: string }).role, args.value) ?? 'content is invalid';
-  }
-}
-
 /** A tool's `parameters`: a valid JSON Schema describing an object, its patterns RE2 syntax. */
-@ValidatorConstraint({ name: 'jsonSchemaObject' })
-export class JsonSchemaObject implements ValidatorConstraintInterface {
-  validate(schema: unknown): boolean {
-    return parametersProblem(schema) === undefined;
-  }
-
-  defaultMessage(args: ValidationArguments): string {
-    return `$property ${parametersProblem(args.value) ?? 'is invalid'}`;
-  }
-}
-
-function parametersProblem(schema: unknown): string | undefined {
+export function parametersProblem(schema: unknown): string | undefined {
   const problem = jsonSchemaProblem(schema);
   if (problem) return problem;
   const type = (schema as Record<string, unknown>).type;

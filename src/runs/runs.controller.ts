@@ -32,6 +32,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
 import { ApiErrors } from '../common/api-errors.decorator';
 import { RunAgentInputDto, runExample } from '../protocol/run-agent-input.dto';
+import { type RunAgentInput, RunAgentInputPipe } from '../protocol/run-agent-input.schema';
 import { AcceptedView, RunView } from './dto/run-view.dto';
 import { AgUiEventFrame, RUN_STREAM_CONTENT, RUN_STREAM_DESCRIPTION } from '../protocol/run-events.dto';
 import { ToolResultDto } from './dto/tool-result.dto';
@@ -104,7 +105,7 @@ export class RunsController {
     SHUTTING_DOWN: 'this instance is draining; retry',
   })
   async run(
-    @Body() input: RunAgentInputDto,
+    @Body(RunAgentInputPipe) input: RunAgentInput,
     @CurrentPrincipal() principal: Principal,
     @Res() reply: FastifyReply,
   ): Promise<void> {

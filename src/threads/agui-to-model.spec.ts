@@ -1,7 +1,4 @@
-import 'reflect-metadata';
-import { plainToInstance } from 'class-transformer';
-import { validate } from 'class-validator';
-import { MessageDto } from '../protocol/run-agent-input.dto';
+import { runAgentInputProblems } from '../protocol/run-agent-input.schema';
 import { aguiToModelMessages, contextToModelMessages } from './agui-to-model';
 import { StoredMessage } from './message-format';
 
@@ -327,9 +324,9 @@ describe('aguiToModelMessages', () => {
       expect(aguiToModelMessages([badUrl as StoredMessage])).toEqual([{ role: 'user', content: [] }]);
     });
 
-    it('is refused by the message validation (400 before anything streams)', async () => {
-      const errors = await validate(plainToInstance(MessageDto, badUrl));
-      expect(errors.map((e) => e.property)).toContain('content');
+    it('is refused by the message validation (400 before anything streams)', () => {
+      const problems = runAgentInputProblems({ threadId: 't', runId: 'r', messages: [badUrl] });
+      expect(problems?.map((p) => p.path)).toContain('messages.0.content');
     });
   });
 });
