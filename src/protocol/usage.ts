@@ -45,3 +45,11 @@ export function addUsage(entries: TokenUsage[], usage: TokenUsage): void {
 export function tokensOf(entries: readonly TokenUsage[] | null | undefined): number {
   return (entries ?? []).reduce((sum, e) => sum + (e.inputTokens ?? 0) + (e.outputTokens ?? 0), 0);
 }
+
+/** A run's usage so far as its checkpoints keep it (the run record's `usage` and `tokens`): nothing when none. */
+export function spentSoFar(entries: readonly TokenUsage[] | undefined): {
+  usage?: TokenUsage[];
+  tokens?: number;
+} {
+  return entries?.length ? { usage: entries.map((e) => ({ ...e })), tokens: tokensOf(entries) } : {};
+}

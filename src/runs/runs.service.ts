@@ -15,7 +15,7 @@ import { isActiveStatus } from './storage/run.entity';
 import { FrontendToolBroker } from './tools/frontend-tools.broker';
 import { LiveRuns } from './engine/live-runs';
 import { MastraRunner } from './engine/mastra-runner';
-import { RunDeps, RunExecution } from './engine/run-execution';
+import { Carried, RunDeps, RunExecution } from './engine/run-execution';
 import { PipelineDeps, runEvents$ } from './engine/run-pipeline';
 import { HandedRun, LapsedRuns } from './durable/lapsed-runs';
 import { RunStreams } from './stream/run-streams.service';
@@ -233,7 +233,7 @@ export class RunsService {
   continued(
     prepared: PreparedRun,
     history: StoredMessage[],
-    carried: StoredMessage[],
+    carried: Carried,
     stepsBefore: number,
   ): Subscribable<AguiEvent> {
     const execution = new RunExecution(prepared, this.deps, history, [], carried);

@@ -4,20 +4,21 @@ import { DataSource } from 'typeorm';
 import type { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { StoredMessage } from '../../threads/message-format';
+import { spentSoFar, TokenUsage } from '../../protocol/usage';
 import { ACTIVE, unindexed } from '../storage/run.entity';
+import { CHECKPOINT_COLUMNS, CHECKPOINT_RECORD, SavedCheckpoint } from '../storage/runs.repository';
 
 /** Runs were handed over (a replica drains): the others reap at once instead of at their interval. */
 export const HANDED_OVER_CHANNEL = 'io_bridge_runs_handed_over';
 
 /** A run handed over, with what its last checkpoint holds (LeaseHolder.checkpoint). */
-export type HandedRun = {
+export type HandedRun = SavedCheckpoint & {
   id: string;
   resourceId: string;
   attempt: number;
-  messages?: StoredMessage[];
-  progress?: StoredMessage[];
-  /** Everything it showed, closed or not (a parked run goes on from there). */
+  /** Everything it showed, closed or not, and all it spent (a parked run goes on from there). */
   shown?: StoredMessage[];
+  shownUsage?: TokenUsage[];
 };
 
 export type ReapLapsed = {
@@ -33,8 +34,15 @@ export type LapsedRun = {
   threadId: string;
   resourceId: string;
   stateless: boolean;
-  input: { request: Record<string, unknown>; principal: { resourceId: string; admin: boolean } };
+  input: {
+    request: Record<string, unknown>;
+    principal: { resourceId: string; admin: boolean };
+    /** The owner's token budget as the run's claim found it. */
+    budget?: { tokens: number; spent: number };
+  };
   progress: StoredMessage[] | null;
+  /** The tokens its completed steps spent (they count again in its end). */
+  usage: TokenUsage[] | null;
   attempt: number;
   /** It was parked waiting for this tool call's result. */
   parked: string | null;
@@ -83,7 +91,7 @@ export class LapsedRuns {
                     AND $3::boolean AND attempt - handovers < $2 AND input IS NOT NULL
                     FOR UPDATE SKIP LOCKED) AS lapsed_run
           WHERE runs.id = lapsed_run.lapsed_id
-          RETURNING id, thread_id, resource_id, stateless, input, progress, attempt, was_parked),
+          RETURNING id, thread_id, resource_id, stateless, input, progress, usage, attempt, was_parked),
        lapsed AS (
          UPDATE runs SET status = 'error', error_code = 'INTERRUPTED', input = NULL, progress = NULL,
                 error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()
@@ -108,7 +116,7 @@ export class LapsedRuns {
          UPDATE threads SET updated_at = now() WHERE id IN (SELECT thread_id FROM appended))
        SELECT 'e' AS kind, to_jsonb(id) AS body FROM lapsed
        UNION ALL SELECT 'c', jsonb_build_object('id', id, 'threadId', thread_id, 'resourceId', resource_id,
-                'stateless', stateless, 'input', input, 'progress', progress, 'attempt', attempt,
+                'stateless', stateless, 'input', input, 'progress', progress, 'usage', usage, 'attempt', attempt,
                 'parked', was_parked) FROM continued
        UNION ALL SELECT 'n', to_jsonb(ceil(extract(epoch FROM (min(lease_expires_at) - now())) * 1000))
          FROM runs WHERE ${ACTIVE} AND lease_expires_at >= now()`,
@@ -132,8 +140,8 @@ export class LapsedRuns {
     const rows: Array<{ id: string }> = await this.db.query(
       `WITH handed AS (
          UPDATE runs SET lease_expires_at = now() - interval '1 millisecond', handovers = handovers + 1,
-                checkpoint = COALESCE(c.messages, runs.checkpoint), progress = COALESCE(c.progress, runs.progress)
-           FROM jsonb_to_recordset($1::jsonb) AS c(id text, "resourceId" text, attempt int, messages jsonb, progress jsonb)
+                ${CHECKPOINT_COLUMNS}
+           FROM jsonb_to_recordset($1::jsonb) AS ${CHECKPOINT_RECORD}
           WHERE runs.id = c.id AND ${unindexed(`runs.resource_id = c."resourceId" AND runs.attempt = c.attempt AND runs.${ACTIVE}`)}
           RETURNING runs.id),
        told AS (SELECT pg_notify('${HANDED_OVER_CHANNEL}', count(*)::text) FROM handed HAVING count(*) > 0)
@@ -149,9 +157,11 @@ export class LapsedRuns {
    * and a posted result lapses it (ToolCallsRepository.submit). Not a lost attempt.
    */
   async park(run: HandedRun, toolCallId: string, remainingMs: number): Promise<boolean> {
+    const spent = spentSoFar(run.shownUsage);
     const rows: unknown[] = await this.db.query(
       `UPDATE runs SET parked = $4, handovers = handovers + 1, lease_expires_at = now() + $5 * interval '1 millisecond',
-              checkpoint = COALESCE($6::jsonb, checkpoint), progress = $7::jsonb
+              checkpoint = COALESCE($6::jsonb, checkpoint), progress = $7::jsonb,
+              usage = COALESCE($8::jsonb, usage), tokens = COALESCE($9, tokens)
         WHERE id = $1 AND ${unindexed(`resource_id = $2 AND attempt = $3 AND ${ACTIVE}`)} RETURNING id`,
       [
         run.id,
@@ -161,6 +171,8 @@ export class LapsedRuns {
         remainingMs,
         run.messages ? JSON.stringify(run.messages) : null,
         JSON.stringify(run.shown ?? []),
+        spent.usage ? JSON.stringify(spent.usage) : null,
+        spent.tokens ?? null,
       ],
     );
     return rows.length > 0;

@@ -152,6 +152,7 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
       const { run: prepared, incoming } = this.preparer.prepare(request, principal);
       prepared.stateless = run.stateless;
       prepared.attempt = run.attempt;
+      if (run.input.budget) prepared.budget = run.input.budget;
       const carried = run.progress ?? [];
       const thread = run.stateless
         ? []
@@ -166,7 +167,8 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
       log.lifecycle.closeOpen();
       if (run.parked && !(await this.wake(run, run.parked, carried, closing, log.last))) return;
       const history = [...thread, ...incoming.filter((m) => !known.has(m.id)), ...carried];
-      const events$ = this.runs.continued(prepared, history, carried, log.steps);
+      const spent = run.usage ? { usage: run.usage } : {};
+      const events$ = this.runs.continued(prepared, history, { messages: carried, ...spent }, log.steps);
       this.streams.adopt(run.id, events$, log.last, closing);
       this.log.log(
         `run ${run.id}: continued here (attempt ${run.attempt}) after event ${log.last}, ${carried.length} message(s) of completed steps kept`,
@@ -213,7 +215,7 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
       threadId: run.threadId,
       resourceId: run.resourceId,
       attempt: run.attempt,
-      end: { status: 'error', ...end },
+      end: { status: 'error', ...end, ...(run.usage ? { usage: run.usage } : {}) },
       produced: run.stateless ? [] : carried,
     });
     closing.push({ type: 'RUN_ERROR', timestamp: Date.now(), ...end });

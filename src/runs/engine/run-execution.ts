@@ -8,7 +8,7 @@ import { Metrics } from '../../ops/metrics.service';
 import { ownerHash, startSpan, tracingOn, withSpan } from '../../ops/tracing';
 import { AguiEvent, RunErrorCode, TERMINAL_TYPES } from '../../protocol/agui-events';
 import type { RunFinishedOutcome } from '../../protocol/outcomes';
-import { addUsage, TokenUsage, tokensOf } from '../../protocol/usage';
+import { addUsage, spentSoFar, TokenUsage, tokensOf } from '../../protocol/usage';
 import type { ModelCallObserver } from '../../agents/model-calls';
 import { aguiToModelMessages } from '../../threads/agui-to-model';
 import { MessageCollector } from '../../threads/message-collector';
@@ -48,6 +48,9 @@ export type RunDeps = {
   log: Logger;
 };
 
+/** What a continued run takes over from the steps earlier replicas completed: their messages and their tokens. */
+export type Carried = { messages: StoredMessage[]; usage?: TokenUsage[] };
+
 /**
  * One run on this instance, as far as it is more than its event stream: its stop signal, what its
  * tools report (results as soon as they exist, frontend waits), what it showed (the lease's
@@ -86,10 +89,11 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     private history: StoredMessage[] = [],
     /** Approvals answered by this run's `resume`: their calls run (or are declined) before the model goes on. */
     readonly resumed: AnsweredInterrupt[] = [],
-    /** A continued run: the messages of the steps an earlier replica completed (stored with its own). */
-    private readonly carried: StoredMessage[] = [],
+    /** A continued run: what the steps an earlier replica completed showed (stored with its own) and spent. */
+    private readonly carried: Carried = { messages: [] },
   ) {
     this.tools = new RunToolCalls(prepared, deps.toolCalls);
+    if (carried.usage?.length) this.usage = carried.usage.map((u) => ({ ...u }));
   }
 
   get threadId(): string {
@@ -196,7 +200,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   /** What the run produced, the carried steps first; text cut short (`cut`) says so. */
   private produced(cut?: ReadonlySet<string>): StoredMessage[] {
     const own = this.collector.produced(cut);
-    return this.carried.length ? [...this.carried, ...own] : own;
+    return this.carried.messages.length ? [...this.carried.messages, ...own] : own;
   }
 
   /**
@@ -216,8 +220,9 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
       resourceId: this.resourceId,
       attempt: this.attempt,
       messages,
-      progress: steps?.messages,
+      ...(steps ? { progress: steps.messages, ...spentSoFar(steps.usage) } : {}),
       shown: this.produced(),
+      shownUsage: this.usage,
     };
   }
 
@@ -318,7 +323,11 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     this.shown++;
     // A step completed: another replica would continue from here (the lease's next checkpoint keeps it).
     if (event.type === 'STEP_FINISHED')
-      this.steps = { count: (this.steps?.count ?? 0) + 1, messages: this.produced() };
+      this.steps = {
+        count: (this.steps?.count ?? 0) + 1,
+        messages: this.produced(),
+        usage: this.usage?.map((u) => ({ ...u })),
+      };
     if (!TERMINAL_TYPES.has(event.type)) return;
     this.terminalShown = true;
     if (this.titleWanted && event.type === 'RUN_FINISHED')

@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
+import { spentSoFar, TokenUsage } from '../../protocol/usage';
 import { StoredMessage } from '../../threads/message-format';
-import { HeldRun, RunsRepository } from '../storage/runs.repository';
+import { HeldRun, RunsRepository, SavedCheckpoint } from '../storage/runs.repository';
 
 /** How often what a streaming run has shown is written down, at most (one statement for all runs). */
 export const CHECKPOINT_MS = 1000;
@@ -29,11 +30,11 @@ export interface LeaseHolder {
 /**
  * A run's checkpoint: `messages`, what it showed (kept in its thread if it ends INTERRUPTED;
  * undefined for a run that stores nothing); `steps`, its completed steps and the messages up to the
- * end of the last (another replica continues from there).
+ * end of the last, and the tokens spent up to it (another replica continues from there).
  */
 export type Checkpoint = {
   messages?: StoredMessage[];
-  steps?: { count: number; messages: StoredMessage[] };
+  steps?: { count: number; messages: StoredMessage[]; usage?: TokenUsage[] };
 };
 
 type Held = {
@@ -156,7 +157,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async checkpointHeld(): Promise<void> {
     const due: Array<[string, Held, number, number]> = [];
-    const checkpoints: Array<HeldRun & { messages?: StoredMessage[]; progress?: StoredMessage[] }> = [];
+    const checkpoints: Array<HeldRun & SavedCheckpoint> = [];
     for (const [runId, held] of this.held) {
       const shown = held.holder.shownCount;
       if (shown === held.written) continue;
@@ -171,7 +172,7 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
           resourceId: held.holder.resourceId,
           attempt: held.holder.attempt,
           ...(messages?.length ? { messages } : {}),
-          ...(progress ? { progress } : {}),
+          ...(progress ? { progress, ...spentSoFar(steps?.usage) } : {}),
         });
         due.push([runId, held, shown, steps?.count ?? 0]);
       }

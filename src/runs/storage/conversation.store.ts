@@ -163,6 +163,9 @@ export class ConversationStore {
            SELECT $5, $1, $2, $3, 'running', now() + $6 * interval '1 millisecond', NOT EXISTS (SELECT 1 FROM thread),
                   CASE WHEN EXISTS (SELECT 1 FROM thread) AND NOT $10::boolean
                        THEN $15::jsonb #- '{request,messages}' ELSE $15::jsonb END
+                  -- The budget as this claim finds it: a continuation of the run counts against the same.
+                  || COALESCE((SELECT jsonb_build_object('budget', jsonb_build_object('tokens', tokens, 'spent', spent))
+                                 FROM quota), '{}'::jsonb)
             WHERE (EXISTS (SELECT 1 FROM thread) OR NOT $11::boolean) AND NOT EXISTS (SELECT 1 FROM over)
               AND NOT (EXISTS (SELECT 1 FROM thread) AND EXISTS (SELECT 1 FROM ahead))
            RETURNING id, stateless),

@@ -8,6 +8,25 @@ import { StoredMessage } from '../../threads/message-format';
 import type { TokenUsage } from '../../protocol/usage';
 import { ACTIVE, Run, RunStatus, unindexed } from './run.entity';
 
+/**
+ * What a checkpoint writes of a run: `messages`, what it showed; `progress`, the messages up to its
+ * last completed step, with the tokens spent up to it (`usage`, `tokens`: its record and its owner's
+ * budget count them even if no replica can end it).
+ */
+export type SavedCheckpoint = {
+  messages?: StoredMessage[];
+  progress?: StoredMessage[];
+  usage?: TokenUsage[];
+  tokens?: number;
+};
+
+/** The columns of a checkpoint as `jsonb_to_recordset` reads them (SavedCheckpoint, with the run's id, owner and attempt). */
+export const CHECKPOINT_RECORD = `c(id text, "resourceId" text, attempt int, messages jsonb, progress jsonb, usage jsonb, tokens bigint)`;
+
+/** The columns a checkpoint sets (`c` is its CHECKPOINT_RECORD). */
+export const CHECKPOINT_COLUMNS = `checkpoint = COALESCE(c.messages, runs.checkpoint), progress = COALESCE(c.progress, runs.progress),
+                usage = COALESCE(c.usage, runs.usage), tokens = COALESCE(c.tokens, runs.tokens)`;
+
 export type RunEnd = {
   status: Extract<RunStatus, 'finished' | 'error' | 'cancelled'>;
   code?: string;
@@ -94,18 +113,14 @@ export class RunsRepository {
 
   /**
    * Records what each run has shown so far (its messages) and, when a step completed since, the
-   * messages up to it (its progress: another replica continues from there), renewing its lease in the same write;
+   * messages up to it and its usage (its progress: another replica continues from there), renewing its lease in the same write;
    * returns the runs still active, as `renewLeases` does.
    */
-  async saveCheckpoints(
-    checkpoints: Array<HeldRun & { messages?: StoredMessage[]; progress?: StoredMessage[] }>,
-    leaseMs: number,
-  ): Promise<string[]> {
+  async saveCheckpoints(checkpoints: Array<HeldRun & SavedCheckpoint>, leaseMs: number): Promise<string[]> {
     const rows: Array<{ id: string }> = await this.runs.query(
       `WITH saved AS (
-         UPDATE runs SET checkpoint = COALESCE(c.messages, runs.checkpoint),
-                progress = COALESCE(c.progress, runs.progress), lease_expires_at = now() + $2 * interval '1 millisecond'
-           FROM jsonb_to_recordset($1::jsonb) AS c(id text, "resourceId" text, attempt int, messages jsonb, progress jsonb)
+         UPDATE runs SET ${CHECKPOINT_COLUMNS}, lease_expires_at = now() + $2 * interval '1 millisecond'
+           FROM jsonb_to_recordset($1::jsonb) AS ${CHECKPOINT_RECORD}
           WHERE runs.id = c.id
             AND ${unindexed(`runs.resource_id = c."resourceId" AND runs.attempt = c.attempt AND runs.${ACTIVE}`)}
           RETURNING runs.id)

@@ -1,0 +1,124 @@
+import { db, eventually } from './support/app';
+import { BuiltService, startBuiltService } from './support/built-service';
+import { OpenAiServer, Reply, startOpenAiServer } from './support/openai-server';
+import { memoryOf, openRun, readRun, uid } from './support/sse';
+import { assertStreamRules } from './support/stream-rules';
+
+/**
+ * Issue 25: a run continued on another replica spends on the same account. The tokens its completed
+ * steps spent count in its end (the record, RUN_FINISHED's usage, the owner's budget), and it keeps
+ * the budget its claim found. Two built services on one database and a provider that streams as
+ * OpenAI does, with usage.
+ */
+const PICK = { name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } };
+
+describe('a continued run carries what its earlier attempts spent', () => {
+  let server: OpenAiServer;
+  const all: BuiltService[] = [];
+  const start = async (extra: Record<string, string> = {}) => {
+    const s = await startBuiltService({
+      RUN_LEASE_MS: '3000',
+      MODEL: 'openai/gpt-test',
+      OPENAI_BASE_URL: server.url,
+      OPENAI_API_KEY: 'test-key',
+      ...extra,
+    });
+    all.push(s);
+    return s;
+  };
+  beforeAll(async () => {
+    server = await startOpenAiServer(() => ({ text: ['Fine'] }));
+  });
+  afterEach(() => all.splice(0).forEach((s) => s.kill()));
+  afterAll(() => server.close());
+
+  /**
+   * A run on `a` whose first step (a frontend tool call, 30 + 10 tokens) completes and is
+   * checkpointed; `a` dies in the middle of the second step; `b` continues it from its log.
+   */
+  async function killedAfterFirstStep(a: BuiltService, b: BuiltService, continued: Reply) {
+    const threadId = uid('spent');
+    const input = {
+      threadId,
+      runId: uid('run'),
+      messages: [{ id: uid('msg'), role: 'user', content: 'pick one' }],
+      tools: [PICK],
+      context: [],
+      forwardedProps: memoryOf(threadId, uid('owner')),
+      protocolVersion: '1.0',
+    };
+    server.enqueue(
+      {
+        toolCalls: [{ id: 'call_pick_1', name: 'pick', arguments: '{}' }],
+        usage: { prompt: 30, completion: 10 },
+      },
+      { hang: 'Half an ans' },
+      continued,
+    );
+    const live = await openRun(`${a.base}/run`, input);
+    await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
+    const posted = await fetch(`${a.base}/runs/${input.runId}/tool-calls/call_pick_1/result`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'the red one' }),
+    });
+    expect(posted.status).toBeLessThan(300);
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
+    // The first step's checkpoint (at most a second after it completed) is written before the replica dies.
+    await eventually(async () => {
+      const { rows } = await db((q) => q.query('SELECT progress FROM runs WHERE id = $1', [input.runId]));
+      return rows[0]?.progress ? true : undefined;
+    }, 10_000);
+    a.kill();
+    await live.done.catch(() => undefined);
+    const seen = [...live.frames];
+    const rest = await readRun(
+      await fetch(`${b.base}/runs/${encodeURIComponent(input.runId)}/events`, {
+        headers: { accept: 'text/event-stream', 'last-event-id': String(seen.at(-1)!.id) },
+      }),
+      30_000,
+    );
+    const whole = [...seen, ...(await rest.done)];
+    assertStreamRules(whole, input);
+    return { input, whole };
+  }
+
+  it('the tokens of the steps completed before a kill -9 count in the continued run’s usage, record and budget', async () => {
+    const a = await start();
+    const b = await start();
+    const { input, whole } = await killedAfterFirstStep(a, b, {
+      text: ['The', ' red', ' one'],
+      usage: { prompt: 50, completion: 5 },
+    });
+    const both = {
+      provider: 'openai',
+      model: 'gpt-test',
+      inputTokens: 80,
+      outputTokens: 15,
+      totalTokens: 95,
+    };
+    expect(whole.at(-1)!.event).toMatchObject({ type: 'RUN_FINISHED', usage: [both] });
+    const { rows } = await db((q) =>
+      q.query('SELECT status, attempt, usage, tokens FROM runs WHERE id = $1', [input.runId]),
+    );
+    expect(rows[0]).toMatchObject({ status: 'finished', attempt: 2, usage: [both] });
+    expect(Number(rows[0].tokens)).toBe(95);
+  }, 120_000);
+
+  it('a continued run keeps its owner’s budget: the step that crosses it, counting the earlier attempt’s tokens, ends the run QUOTA_EXCEEDED', async () => {
+    // 60 tokens: the first step spends 40, the continued one 55 more.
+    const a = await start({ TOKEN_BUDGET_PER_OWNER: '60' });
+    const b = await start({ TOKEN_BUDGET_PER_OWNER: '60' });
+    // Without the budget, or without the first step's 40 tokens, the run would wait for this call's result.
+    const { input, whole } = await killedAfterFirstStep(a, b, {
+      toolCalls: [{ id: 'call_pick_2', name: 'pick', arguments: '{}' }],
+      usage: { prompt: 50, completion: 5 },
+    });
+    expect(whole.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'QUOTA_EXCEEDED' });
+    const { rows } = await db((q) =>
+      q.query('SELECT status, error_code, tokens FROM runs WHERE id = $1', [input.runId]),
+    );
+    expect(rows[0]).toMatchObject({ status: 'error', error_code: 'QUOTA_EXCEEDED' });
+    expect(Number(rows[0].tokens)).toBe(95);
+  }, 120_000);
+});
