@@ -228,15 +228,17 @@ export class RunsService {
 
   /**
    * A lapsed run this replica claimed (RunContinuations): it goes on from the steps an earlier
-   * replica completed (`carried`, also in `history`), its steps named after `stepsBefore`.
+   * replica completed (`carried`, also in `history`), its steps named after `stepsBefore`; the
+   * approvals its `resume` answered whose results no replica showed run (again) first.
    */
   continued(
     prepared: PreparedRun,
     history: StoredMessage[],
     carried: Carried,
     stepsBefore: number,
+    resumed: AnsweredInterrupt[] = [],
   ): Subscribable<AguiEvent> {
-    const execution = new RunExecution(prepared, this.deps, history, [], carried);
+    const execution = new RunExecution(prepared, this.deps, history, resumed, carried);
     return runEvents$(execution, this.pipelineDeps, () => undefined, { stepsBefore });
   }
 

@@ -21,10 +21,12 @@ import { RunsService } from '../runs.service';
 import { RunEventsRepository } from '../storage/run-events.repository';
 import { ConversationStore } from '../storage/conversation.store';
 import { ToolCallsRepository } from '../storage/tool-calls.repository';
+import { AnsweredInterrupt, InterruptsRepository } from '../storage/interrupts.repository';
+import { ResumeEntry } from '../../protocol/outcomes';
 import { frame } from '../stream/run-log';
 import { RunStreams } from '../stream/run-streams.service';
 import { HANDED_OVER_CHANNEL, LapsedRun, LapsedRuns } from './lapsed-runs';
-import { readStoredLog } from './stored-log';
+import { readStoredLog, StoredLog } from './stored-log';
 import { Wakes } from './wakes';
 
 /** A reap announced (runs handed over) waits this long for more announcements of the same drain. */
@@ -58,6 +60,7 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
     private readonly toolCalls: ToolCallsRepository,
     private readonly conversations: ConversationStore,
     private readonly wakes: Wakes,
+    private readonly interrupts: InterruptsRepository,
   ) {}
 
   onModuleInit(): void {
@@ -166,9 +169,16 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
       }
       log.lifecycle.closeOpen();
       if (run.parked && !(await this.wake(run, run.parked, carried, closing, log.last))) return;
+      const resumed = await this.stillResumed(run, carried, log.results);
       const history = [...thread, ...incoming.filter((m) => !known.has(m.id)), ...carried];
       const spent = run.usage ? { usage: run.usage } : {};
-      const events$ = this.runs.continued(prepared, history, { messages: carried, ...spent }, log.steps);
+      const events$ = this.runs.continued(
+        prepared,
+        history,
+        { messages: carried, ...spent },
+        log.steps,
+        resumed,
+      );
       this.streams.adopt(run.id, events$, log.last, closing);
       this.log.log(
         `run ${run.id}: continued here (attempt ${run.attempt}) after event ${log.last}, ${carried.length} message(s) of completed steps kept`,
@@ -176,6 +186,27 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
     } catch (err) {
       this.log.error(`run ${run.id}: could not be continued: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * The approvals the run's `resume` answered, as its continuation carries them: a result its log
+   * showed joins the carried messages (unless a completed step holds it already); the others run again.
+   */
+  private async stillResumed(
+    run: LapsedRun,
+    carried: StoredMessage[],
+    shown: StoredLog['results'],
+  ): Promise<AnsweredInterrupt[]> {
+    const entries = run.input.request.resume as ResumeEntry[] | undefined;
+    if (!entries?.length) return [];
+    const answered = await this.interrupts.answeredIn(run.id, run.resourceId, entries);
+    const kept = new Set(carried.map((m) => m.toolCallId));
+    return answered.filter(({ toolCallId }) => {
+      if (kept.has(toolCallId)) return false;
+      const result = shown.get(toolCallId);
+      if (result) carried.push({ id: result.messageId, role: 'tool', toolCallId, content: result.content });
+      return !result;
+    });
   }
 
   /**

@@ -5,10 +5,17 @@ import { parseFrames } from '../stream/run-log';
 
 /**
  * A run's stored log, read to its end, as whoever goes on with it sees it (another replica
- * continuing the run, or ending it): its last id, whether it is complete, the steps it showed, and a
+ * continuing the run, or ending it): its last id, whether it is complete, the steps and tool results it showed, and a
  * lifecycle that has seen every event, so what the log left open can be closed.
  */
-export type StoredLog = { last: number; terminal: boolean; steps: number; lifecycle: RunLifecycle };
+export type StoredLog = {
+  last: number;
+  terminal: boolean;
+  steps: number;
+  lifecycle: RunLifecycle;
+  /** The tool results it showed, by tool call. */
+  results: Map<string, { messageId: string; content: string }>;
+};
 
 /** Reads the run's whole log (page by page) into a lifecycle whose events from now on go to `emit`. */
 export async function readStoredLog(
@@ -25,6 +32,7 @@ export async function readStoredLog(
   let last = 0;
   let steps = 0;
   let terminal = false;
+  const results: StoredLog['results'] = new Map();
   for (let more = true; more;) {
     const page = await events.page(run.id, last);
     for (const chunk of page.chunks) {
@@ -33,6 +41,7 @@ export async function readStoredLog(
         if (event.type === 'RUN_STARTED') lifecycle.start();
         else lifecycle.push(event as never);
         if (event.type === 'STEP_STARTED') steps++;
+        if (event.type === 'TOOL_CALL_RESULT') results.set(event.toolCallId, event);
       }
       last = chunk.last;
       terminal ||= chunk.terminal;
@@ -40,5 +49,5 @@ export async function readStoredLog(
     more = page.more && !terminal;
   }
   replaying = false;
-  return { last, terminal, steps, lifecycle };
+  return { last, terminal, steps, lifecycle, results };
 }

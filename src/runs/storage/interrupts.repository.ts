@@ -47,6 +47,21 @@ const toInterrupt = (
   responseSchema: APPROVAL_RESPONSE_SCHEMA,
 });
 
+/** An interrupt with the answer a `resume` entry gives it. */
+function answerOf(row: Row, entry: ResumeEntry): AnsweredInterrupt {
+  const reason = (entry.payload as { reason?: unknown } | undefined)?.reason;
+  return {
+    id: row.id,
+    runId: row.run_id,
+    toolCallId: row.tool_call_id,
+    toolName: row.tool_name,
+    args: row.args,
+    ...(row.message_id ? { messageId: row.message_id } : {}),
+    approved: approves(entry),
+    ...(typeof reason === 'string' ? { reason: reason.slice(0, 1000) } : {}),
+  };
+}
+
 /**
  * The `run_interrupts` table (AG-UI 1.0 interrupts for approvals): written by the run that stops at
  * a call needing approval, answered by a later run's `resume` on any replica, kept as the audit of
@@ -112,17 +127,25 @@ export class InterruptsRepository {
         );
       if (row.expired)
         throw new DomainError('INTERRUPT_EXPIRED', `Interrupt '${entry.interruptId}' has expired`, path);
-      const reason = (entry.payload as { reason?: unknown } | undefined)?.reason;
-      return {
-        id: row.id,
-        runId: row.run_id,
-        toolCallId: row.tool_call_id,
-        toolName: row.tool_name,
-        args: row.args,
-        ...(row.message_id ? { messageId: row.message_id } : {}),
-        approved: approves(entry),
-        ...(typeof reason === 'string' ? { reason: reason.slice(0, 1000) } : {}),
-      };
+      return answerOf(row, entry);
+    });
+  }
+
+  /**
+   * The interrupts run `runId` answered with its `resume` (`entries`), as check() gave them: a
+   * continuation of the run (on another replica) carries them on.
+   */
+  async answeredIn(runId: string, resourceId: string, entries: ResumeEntry[]): Promise<AnsweredInterrupt[]> {
+    const rows: Row[] = await this.db.query(
+      `SELECT id, run_id, thread_id, tool_call_id, tool_name, args, message_id, expires_at, false AS expired,
+              approved, answered_by, answered_at
+         FROM run_interrupts WHERE answered_in = $1 AND resource_id = $2`,
+      [runId, resourceId],
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return entries.flatMap((entry) => {
+      const row = byId.get(entry.interruptId);
+      return row ? [answerOf(row, entry)] : [];
     });
   }
 

@@ -1,18 +1,18 @@
 import { db, eventually } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { OpenAiServer, Reply, startOpenAiServer } from './support/openai-server';
-import { memoryOf, openRun, readRun, uid } from './support/sse';
+import { Frame, memoryOf, openRun, readRun, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 /**
- * Issue 25: a run continued on another replica spends on the same account. The tokens its completed
- * steps spent count in its end (the record, RUN_FINISHED's usage, the owner's budget), and it keeps
- * the budget its claim found. Two built services on one database and a provider that streams as
- * OpenAI does, with usage.
+ * Issue 25: a run continued on another replica carries what its earlier attempt had. The tokens its
+ * completed steps spent count in its end (the record, RUN_FINISHED's usage, the owner's budget), it
+ * keeps the budget its claim found, and the approvals its `resume` answered stay answered. Two built
+ * services on one database and a provider that streams as OpenAI does, with usage.
  */
 const PICK = { name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } };
 
-describe('a continued run carries what its earlier attempts spent', () => {
+describe('a continued run carries what its earlier attempt spent and was answered', () => {
   let server: OpenAiServer;
   const all: BuiltService[] = [];
   const start = async (extra: Record<string, string> = {}) => {
@@ -71,16 +71,19 @@ describe('a continued run carries what its earlier attempts spent', () => {
     }, 10_000);
     a.kill();
     await live.done.catch(() => undefined);
-    const seen = [...live.frames];
-    const rest = await readRun(
-      await fetch(`${b.base}/runs/${encodeURIComponent(input.runId)}/events`, {
-        headers: { accept: 'text/event-stream', 'last-event-id': String(seen.at(-1)!.id) },
-      }),
-      30_000,
-    );
-    const whole = [...seen, ...(await rest.done)];
+    const whole = await rejoined(b, input.runId, [...live.frames]);
     assertStreamRules(whole, input);
     return { input, whole };
+  }
+
+  /** What a client that saw `seen` gets by rejoining the run at `b`: the whole stream. */
+  async function rejoined(b: BuiltService, runId: string, seen: Frame[]): Promise<Frame[]> {
+    const rest = await readRun(
+      await fetch(`${b.base}/runs/${encodeURIComponent(runId)}/events`, {
+        headers: { accept: 'text/event-stream', 'last-event-id': String(seen.at(-1)!.id) },
+      }),
+    );
+    return [...seen, ...(await rest.done)];
   }
 
   it('the tokens of the steps completed before a kill -9 count in the continued run’s usage, record and budget', async () => {
@@ -120,5 +123,55 @@ describe('a continued run carries what its earlier attempts spent', () => {
     );
     expect(rows[0]).toMatchObject({ status: 'error', error_code: 'QUOTA_EXCEEDED' });
     expect(Number(rows[0].tokens)).toBe(95);
+  }, 120_000);
+
+  it('an approval answered by `resume` stays answered: the tool result a killed replica showed is carried, not run again, and the model sees it', async () => {
+    const a = await start();
+    const b = await start();
+    const threadId = uid('approved');
+    const turn = (extra: Record<string, unknown>) => ({
+      threadId,
+      runId: uid('run'),
+      tools: [],
+      context: [],
+      forwardedProps: memoryOf(threadId),
+      protocolVersion: '1.0',
+      ...extra,
+    });
+    server.enqueue({
+      toolCalls: [{ id: 'call_note_1', name: 'publish_note', arguments: '{"text":"hello"}' }],
+    });
+    const asking = await openRun(
+      `${a.base}/run`,
+      turn({ messages: [{ id: uid('msg'), role: 'user', content: 'note it' }] }),
+    );
+    const interrupt = (await asking.done).at(-1)!.event.outcome.interrupts[0];
+    expect(interrupt.toolCallId).toBe('call_note_1');
+
+    // The approving run shows the tool's result, then dies in the model's answer (no step completed).
+    server.enqueue({ hang: 'Published' }, { text: ['Published', ' it'] });
+    const input = turn({
+      messages: [],
+      resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { approved: true } }],
+    });
+    const live = await openRun(`${a.base}/run`, input);
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
+    a.kill();
+    await live.done.catch(() => undefined);
+    const whole = await rejoined(b, input.runId, [...live.frames]);
+    assertStreamRules(whole, input);
+    expect(whole.at(-1)!.event.type).toBe('RUN_FINISHED');
+    const results = whole.filter((f) => f.event.type === 'TOOL_CALL_RESULT');
+    expect(results.map((f) => f.event.toolCallId)).toEqual(['call_note_1']);
+
+    // The continued model call was told the tool's result.
+    const told = server.requests.at(-1)!.messages.find((m) => m.role === 'tool');
+    expect(told).toMatchObject({ tool_call_id: 'call_note_1' });
+    expect(String(told!.content)).toContain('"published":true');
+    const { rows } = await db((q) =>
+      q.query('SELECT role, body FROM messages WHERE thread_id = $1 ORDER BY position', [threadId]),
+    );
+    expect(rows.map((r: { role: string }) => r.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(rows[2].body.toolCallId).toBe('call_note_1');
   }, 120_000);
 });
