@@ -1,6 +1,7 @@
 import type { Message } from '@ag-ui/core';
 import { errorOf } from './errors';
-import { RunStream, type RejoinOptions } from './run-stream';
+import { RunStream } from './run-stream';
+import type { RejoinOptions } from './reconnect';
 import { ThreadStream } from './thread-stream';
 import type {
   Agent,

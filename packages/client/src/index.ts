@@ -7,7 +7,8 @@ export {
   type TokenSource,
 } from './client';
 export { IoBridgeError } from './errors';
-export { RunStream, type RejoinOptions } from './run-stream';
+export { RunStream } from './run-stream';
+export type { RejoinOptions } from './reconnect';
 export { ThreadStream } from './thread-stream';
 export type * from './types';
 export type { AGUIEvent, Message, Tool, TokenUsage, Interrupt, RunFinishedOutcome } from '@ag-ui/core';

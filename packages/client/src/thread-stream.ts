@@ -1,6 +1,6 @@
 import type { AGUIEvent } from '@ag-ui/core';
-import { IoBridgeError, errorOf } from './errors';
-import { describe, frames, isMoved, transient, wait, type RejoinOptions } from './run-stream';
+import type { EventSourceMessage } from 'eventsource-parser';
+import { isMoved, reconnecting, type RejoinOptions, type Verdict } from './reconnect';
 
 /** Opens one connection to a thread's events: after `after` (the last `<run>:<seq>` id held), or from now. */
 export type OpenThread = (after: string | undefined, signal: AbortSignal) => Promise<Response>;
@@ -30,59 +30,23 @@ export class ThreadStream implements AsyncIterable<AGUIEvent> {
   [Symbol.asyncIterator](): AsyncIterator<AGUIEvent> {
     if (this.used) throw new Error('A ThreadStream can be iterated once');
     this.used = true;
-    return this.events();
+    return reconnecting(
+      {
+        name: 'thread',
+        quietAbort: true,
+        open: (_first, signal) => this.open(this.lastEventId, signal),
+        read: (message) => this.read(message),
+        reconnecting: () => void this.rejoins++,
+      },
+      this.options,
+    );
   }
 
-  private async *events(): AsyncGenerator<AGUIEvent> {
-    const { signal, attempts = 6, delayMs = 250, idleTimeoutMs = 45_000 } = this.options;
-    let failures = 0;
-    for (let first = true; !signal?.aborted; first = false) {
-      const connection = new AbortController();
-      const stop = () => connection.abort(signal?.reason);
-      signal?.addEventListener('abort', stop, { once: true });
-      let idle: ReturnType<typeof setTimeout> | undefined;
-      const touch = () => {
-        clearTimeout(idle);
-        idle = setTimeout(() => connection.abort(new Error('idle')), idleTimeoutMs);
-      };
-      let lost: unknown;
-      let opening = true;
-      try {
-        touch();
-        const res = await this.open(this.lastEventId, connection.signal);
-        opening = false;
-        // The first answer is the caller's to see (a 404, a 429); a reconnection retries what may pass.
-        if (!res.ok && (first || !transient(res.status))) throw await errorOf(res);
-        if (!res.ok) lost = await errorOf(res);
-        else {
-          for await (const message of frames(res.body!, touch)) {
-            const event = JSON.parse(message.data) as AGUIEvent;
-            // A replica that must go ends its relay so: the run goes on, the stream reconnects.
-            if (!message.id && isMoved(event)) break;
-            if (message.id) this.lastEventId = message.id;
-            failures = 0;
-            yield event;
-          }
-        }
-      } catch (err) {
-        if (signal?.aborted) return;
-        // The first connection failing at the network level is the caller's to see; later ones retry.
-        if (err instanceof IoBridgeError || (first && opening)) throw err;
-        lost = err;
-      } finally {
-        clearTimeout(idle);
-        signal?.removeEventListener('abort', stop);
-        connection.abort();
-      }
-      if (signal?.aborted) return;
-      if (++failures > attempts)
-        throw new IoBridgeError(0, 'CONNECTION_LOST', `The thread's stream was lost: ${describe(lost)}`);
-      try {
-        await wait(Math.min(delayMs * 2 ** (failures - 1), 5000), signal);
-      } catch {
-        return;
-      }
-      this.rejoins++;
-    }
+  private read(message: EventSourceMessage): Verdict {
+    const event = JSON.parse(message.data) as AGUIEvent;
+    // A replica that must go ends its relay so: the run goes on, the stream reconnects.
+    if (!message.id && isMoved(event)) return 'reconnect';
+    if (message.id) this.lastEventId = message.id;
+    return { event };
   }
 }

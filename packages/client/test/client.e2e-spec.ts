@@ -150,6 +150,54 @@ describe('@io-bridge/client', () => {
       expect(replay).toEqual(events);
     });
 
+    it('a join and a thread follow rejoin by themselves too, while reconnecting is refused for a while', async () => {
+      const owner = id('owner');
+      const direct = new IoBridgeClient({ baseUrl: service.base, resourceId: owner });
+      const viaProxy = new IoBridgeClient({
+        baseUrl: `${proxy.url.replace(/\/$/, '')}/io-bridge`,
+        resourceId: owner,
+        rejoin: { delayMs: 100 },
+      });
+      const words = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
+      const input = request(`/slow 80 ${words}`);
+      const all: AGUIEvent[] = [];
+      let started!: () => void;
+      const running = new Promise<void>((resolve) => (started = resolve));
+      const run = (async () => {
+        for await (const event of direct.run(input)) {
+          all.push(event);
+          started();
+        }
+      })();
+      // Joined once the run exists; a follow takes the active run from its RUN_STARTED.
+      await running;
+      const follow = new AbortController();
+      const followed: AGUIEvent[] = [];
+      const thread = viaProxy.threads.follow(input.threadId, { signal: follow.signal });
+      const following = (async () => {
+        for await (const event of thread) {
+          followed.push(event);
+          if (event.type === EventType.RUN_FINISHED) follow.abort();
+        }
+      })();
+      const joined: AGUIEvent[] = [];
+      const join = viaProxy.join(input.runId);
+      for await (const event of join) {
+        joined.push(event);
+        // Every connection through the proxy is cut, and new ones are refused for a while.
+        if (joined.length === 4) {
+          await proxy.stop();
+          setTimeout(() => void proxy.resume(), 300);
+        }
+      }
+      await run;
+      await following;
+      expect(join.rejoins).toBeGreaterThanOrEqual(1);
+      expect(joined).toEqual(all);
+      expect(thread.rejoins).toBeGreaterThanOrEqual(1);
+      expect(followed).toEqual(all);
+    });
+
     it('gives up with CONNECTION_LOST when the service stays unreachable', async () => {
       const viaProxy = new IoBridgeClient({
         baseUrl: `${proxy.url.replace(/\/$/, '')}/io-bridge`,
