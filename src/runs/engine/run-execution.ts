@@ -1,8 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Observable, Subscribable } from 'rxjs';
 import { Span, SpanKind } from '@opentelemetry/api';
-import { RUN_CONTEXT_KEY, RunToolContext, ToolResult } from '../../agents/tools/run-tools';
-import { linearTimeSchema } from '../../common/json-schema';
+import { RunToolContext, ToolResult } from '../../agents/tools/run-tools';
 import { isDatabaseUnavailable } from '../../database/database-errors';
 import { Metrics } from '../../ops/metrics.service';
 import { ownerHash, startSpan, tracingOn, withSpan } from '../../ops/tracing';
@@ -10,7 +9,6 @@ import { AguiEvent, RunErrorCode, TERMINAL_TYPES } from '../../protocol/agui-eve
 import type { RunFinishedOutcome } from '../../protocol/outcomes';
 import { addUsage, spentSoFar, TokenUsage, tokensOf } from '../../protocol/usage';
 import type { ModelCallObserver } from '../../agents/model-calls';
-import { aguiToModelMessages } from '../../threads/agui-to-model';
 import { MessageCollector } from '../../threads/message-collector';
 import { StoredMessage } from '../../threads/message-format';
 import { ConversationStore } from '../storage/conversation.store';
@@ -21,16 +19,13 @@ import { resumedResults } from '../tools/resumed-approvals';
 import { RunToolCalls } from '../tools/run-tool-calls';
 import { MastraChunk } from './mastra-to-agui';
 import { AgentCall } from './mastra-runner';
+import { agentCallOf } from './agent-call';
 import { DATABASE_UNAVAILABLE, decideEnding, Ending, endRunSpan, StopReason, unrecorded } from './run-ending';
 import { Checkpoint, LeaseHolder, RunLeases } from './run-leases';
 import type { HandedRun } from '../durable/lapsed-runs';
 import { ReportedResult, Stopped, Terminal } from './lifecycle-guard';
 import { PreparedRun } from './run-preparer';
-import { estimateTokens, fitToContext } from './context-window';
 import { generateTitle } from './thread-title';
-
-/** What a tool's declaration is reckoned to take of the prompt, in tokens. */
-const TOOL_TOKENS = 100;
 
 export type { PreparedRun };
 
@@ -240,62 +235,11 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     });
   }
 
-  /** The run's agent call: its history (given up here), options and request context (with this run for its tools). */
+  /** The run's agent call (agentCallOf), its history given up here. */
   agentCall(): { messages: unknown; call: AgentCall } {
-    const run = this.prepared;
-    const history = this.fittedHistory();
+    const history = this.history;
     this.history = [];
-    const aliases = run.aliases;
-    return {
-      messages: aguiToModelMessages(history, aliases.empty ? undefined : (name) => aliases.model(name)),
-      call: {
-        options: {
-          maxSteps: run.maxSteps,
-          context: run.context,
-          toolsets: { frontend: run.frontendTools },
-          ...(Object.keys(run.clientTools).length ? { clientTools: run.clientTools } : {}),
-          // The provider calls retry themselves (ProviderCall), honouring Retry-After: not the engine too.
-          modelSettings: { ...run.modelSettings, maxRetries: 0 },
-          ...(run.structuredOutput
-            ? { structuredOutput: { schema: linearTimeSchema(run.structuredOutput.schema) } }
-            : {}),
-        },
-        context: {
-          ...run.extras,
-          forwardedProps: run.forwardedProps,
-          [RUN_CONTEXT_KEY]: this,
-        },
-        signal: this.abort.signal,
-      },
-    };
-  }
-
-  /**
-   * The history fitted into the agent's context window, less what the rest of the prompt takes (the
-   * instructions, context entries, tools) and the answer's room; the log and the span say what was
-   * left out.
-   */
-  private fittedHistory(): StoredMessage[] {
-    const run = this.prepared;
-    const { contextTokens, instructions, serverToolNames } = run.agent;
-    const tools =
-      Object.keys(run.frontendTools).length + Object.keys(run.clientTools).length + serverToolNames.size;
-    const answer = run.modelSettings.maxOutputTokens ?? Math.min(4096, Math.floor(contextTokens / 4));
-    const budget =
-      contextTokens -
-      answer -
-      estimateTokens(instructions) -
-      estimateTokens(run.context) -
-      TOOL_TOKENS * tools;
-    const fitted = fitToContext(this.history, budget);
-    if (fitted.dropped) {
-      this.deps.log.log(
-        `run ${run.runId}: history trimmed to fit the context window: ${fitted.dropped} of ${this.history.length} messages (about ${fitted.droppedTokens} tokens) left out`,
-      );
-      this.span?.setAttribute('io_bridge.history.trimmed_messages', fitted.dropped);
-      this.span?.setAttribute('io_bridge.history.trimmed_tokens', fitted.droppedTokens);
-    }
-    return fitted.messages;
+    return agentCallOf(this.prepared, history, this, this.abort.signal, this.deps.log, this.span);
   }
 
   /** `source` subscribed with the run's span current: model and tool calls nest under it. */

@@ -1,0 +1,80 @@
+import { Logger } from '@nestjs/common';
+import { Span } from '@opentelemetry/api';
+import { RUN_CONTEXT_KEY, RunToolContext } from '../../agents/tools/run-tools';
+import { linearTimeSchema } from '../../common/json-schema';
+import { aguiToModelMessages } from '../../threads/agui-to-model';
+import { StoredMessage } from '../../threads/message-format';
+import { estimateTokens, fitToContext } from './context-window';
+import { AgentCall } from './mastra-runner';
+import { PreparedRun } from './run-preparer';
+
+/** What a tool's declaration is reckoned to take of the prompt, in tokens. */
+const TOOL_TOKENS = 100;
+
+/**
+ * A run's agent call: its history fitted into the agent's context window, as model messages; the
+ * call's options; its request context, with `tools` (the run itself) for its tools.
+ */
+export function agentCallOf(
+  run: PreparedRun,
+  history: StoredMessage[],
+  tools: RunToolContext,
+  signal: AbortSignal,
+  log: Logger,
+  span: Span | undefined,
+): { messages: unknown; call: AgentCall } {
+  const aliases = run.aliases;
+  return {
+    messages: aguiToModelMessages(
+      fittedHistory(run, history, log, span),
+      aliases.empty ? undefined : (name) => aliases.model(name),
+    ),
+    call: {
+      options: {
+        maxSteps: run.maxSteps,
+        context: run.context,
+        toolsets: { frontend: run.frontendTools },
+        ...(Object.keys(run.clientTools).length ? { clientTools: run.clientTools } : {}),
+        // The provider calls retry themselves (ProviderCall), honouring Retry-After: not the engine too.
+        modelSettings: { ...run.modelSettings, maxRetries: 0 },
+        ...(run.structuredOutput
+          ? { structuredOutput: { schema: linearTimeSchema(run.structuredOutput.schema) } }
+          : {}),
+      },
+      context: {
+        ...run.extras,
+        forwardedProps: run.forwardedProps,
+        [RUN_CONTEXT_KEY]: tools,
+      },
+      signal,
+    },
+  };
+}
+
+/**
+ * The history fitted into the agent's context window, less what the rest of the prompt takes (the
+ * instructions, context entries, tools) and the answer's room; the log and the span say what was
+ * left out.
+ */
+function fittedHistory(
+  run: PreparedRun,
+  history: StoredMessage[],
+  log: Logger,
+  span: Span | undefined,
+): StoredMessage[] {
+  const { contextTokens, instructions, serverToolNames } = run.agent;
+  const tools =
+    Object.keys(run.frontendTools).length + Object.keys(run.clientTools).length + serverToolNames.size;
+  const answer = run.modelSettings.maxOutputTokens ?? Math.min(4096, Math.floor(contextTokens / 4));
+  const budget =
+    contextTokens - answer - estimateTokens(instructions) - estimateTokens(run.context) - TOOL_TOKENS * tools;
+  const fitted = fitToContext(history, budget);
+  if (fitted.dropped) {
+    log.log(
+      `run ${run.runId}: history trimmed to fit the context window: ${fitted.dropped} of ${history.length} messages (about ${fitted.droppedTokens} tokens) left out`,
+    );
+    span?.setAttribute('io_bridge.history.trimmed_messages', fitted.dropped);
+    span?.setAttribute('io_bridge.history.trimmed_tokens', fitted.droppedTokens);
+  }
+  return fitted.messages;
+}
