@@ -19,6 +19,8 @@ const env = {
   MAX_ACTIVE_RUNS_PER_OWNER: '1000',
   MAX_READERS_PER_OWNER: '1000',
   RATE_LIMIT_PER_MINUTE: '10000',
+  // 60 runs starting at once on a loaded machine queue for the pool: they wait instead of a 503.
+  DATABASE_CONNECT_TIMEOUT_MS: '60000',
 };
 
 const input = (grace = false) => {
