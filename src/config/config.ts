@@ -268,7 +268,7 @@ export const VARIABLES = {
   RUN_PARK_AFTER_MS: {
     schema: int(0, 86_400_000).default(0),
     at: 'runParkAfterMs',
-    doc: 'a run that has waited this long for a frontend tool result is parked: it holds nothing on any replica until a result is posted (to any replica), so `FRONTEND_TOOL_TIMEOUT_MS` may be hours (`0`: never parked)',
+    doc: "a run that has waited this long for a frontend tool result (counted from the call's `TOOL_CALL_END`) is parked: it holds nothing on any replica until a result is posted (to any replica), so `FRONTEND_TOOL_TIMEOUT_MS` may be hours (`0`: never parked)",
   },
   CLIENT_PROTOCOL: {
     schema: z.enum(['io-intelligence', 'ag-ui']).default('io-intelligence'),

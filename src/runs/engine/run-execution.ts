@@ -25,6 +25,7 @@ import { Checkpoint, LeaseHolder, RunLeases } from './run-leases';
 import type { HandedRun } from '../durable/lapsed-runs';
 import { ReportedResult, Stopped, Terminal } from './lifecycle-guard';
 import { PreparedRun } from './run-preparer';
+import { ParkCountdowns } from './park-countdowns';
 import { generateTitle } from './thread-title';
 
 export type { PreparedRun };
@@ -71,6 +72,8 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   private usage: TokenUsage[] | undefined;
   /** Parks the run (its reader tears it down here): set by the pipeline when parking is on. */
   onPark: ((toolCallId: string, remainingMs: number) => void) | undefined;
+  /** When parking is on: each frontend wait's countdown to parking, from its call's TOOL_CALL_END shown. */
+  private readonly parks: ParkCountdowns | undefined;
   /** The steps completed so far and the messages up to the last one's end (made on the first). */
   private steps: Checkpoint['steps'];
 
@@ -89,6 +92,10 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   ) {
     this.tools = new RunToolCalls(prepared, deps.toolCalls);
     if (carried.usage?.length) this.usage = carried.usage.map((u) => ({ ...u }));
+    if (deps.parkAfterMs > 0)
+      this.parks = new ParkCountdowns(deps.parkAfterMs, (toolCallId, remainingMs) =>
+        this.onPark?.(toolCallId, remainingMs),
+      );
   }
 
   get threadId(): string {
@@ -264,6 +271,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   observe(event: AguiEvent): void {
     this.collector.observe(event);
     this.tools.shown(event);
+    if (event.type === 'TOOL_CALL_END') this.parks?.shown(event.toolCallId);
     this.shown++;
     // A step completed: another replica would continue from here (the lease's next checkpoint keeps it).
     if (event.type === 'STEP_FINISHED')
@@ -289,11 +297,10 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
       this.stop('TOOL_RESULT_TIMEOUT', `No result for tool call ${toolCallId} within ${timeoutMs} ms`);
     }, timeoutMs);
     const waited = this.deps.metrics.frontendToolWait.startTimer();
-    const { parkAfterMs } = this.deps;
     // Waiting long: parked (held nowhere); a posted result wakes it on whichever replica it reaches.
-    const park =
-      parkAfterMs > 0 && parkAfterMs < timeoutMs && this.onPark
-        ? setTimeout(() => this.onPark?.(toolCallId, timeoutMs - parkAfterMs), parkAfterMs)
+    const stopCountdown =
+      this.deps.parkAfterMs < timeoutMs && this.onPark
+        ? this.parks?.start(toolCallId, Date.now() + timeoutMs)
         : undefined;
     try {
       const { runId, principal } = this.prepared;
@@ -304,7 +311,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
       throw err;
     } finally {
       clearTimeout(timer);
-      clearTimeout(park);
+      stopCountdown?.();
       waited();
     }
   }
