@@ -6,7 +6,6 @@ import { isDatabaseUnavailable } from '../../database/database-errors';
 import { Metrics } from '../../ops/metrics.service';
 import { ownerHash, startSpan, tracingOn, withSpan } from '../../ops/tracing';
 import { AguiEvent, RunErrorCode, TERMINAL_TYPES } from '../../protocol/agui-events';
-import type { RunFinishedOutcome } from '../../protocol/outcomes';
 import { addUsage, spentSoFar, TokenUsage, tokensOf } from '../../protocol/usage';
 import type { ModelCallObserver } from '../../agents/model-calls';
 import { MessageCollector } from '../../threads/message-collector';
@@ -20,7 +19,8 @@ import { RunToolCalls } from '../tools/run-tool-calls';
 import { MastraChunk } from './mastra-to-agui';
 import { AgentCall } from './mastra-runner';
 import { agentCallOf } from './agent-call';
-import { DATABASE_UNAVAILABLE, decideEnding, Ending, endRunSpan, StopReason, unrecorded } from './run-ending';
+import { DATABASE_UNAVAILABLE, decideEnding, Ending, endRunSpan, StopReason } from './run-ending';
+import { recordEnding } from './run-record';
 import { Checkpoint, LeaseHolder, RunLeases } from './run-leases';
 import type { HandedRun } from '../durable/lapsed-runs';
 import { ReportedResult, Stopped, Terminal } from './lifecycle-guard';
@@ -353,63 +353,19 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     }
   }
 
-  /**
-   * Records the final status and the messages the client was shown first, so a client that sees the
-   * terminal event can rely on both. What is open is closed first when the run failed (a cut-off
-   * tool call gets its repaired arguments), so the messages stored are exactly those; text still
-   * streaming when it failed is marked interrupted.
-   */
+  /** Records the end (recordEnding): what was open is closed first when the run failed, text cut short marked so. */
   private async record(ending: Ending, closeOpen: () => void): Promise<Terminal> {
-    let terminal = ending.terminal;
-    const { runId, threadId } = this.prepared;
-    const cut = terminal ? this.collector.openTextIds() : new Set<string>();
-    if (terminal) closeOpen();
-    let outcome: RunFinishedOutcome | undefined;
-    let end = ending.end;
-    if (ending.approvals) {
-      try {
-        const interrupts = await this.deps.interrupts.create(
-          { runId, threadId, resourceId: this.prepared.principal.resourceId },
-          ending.approvals,
-          this.deps.approvalTtlMs,
-        );
-        outcome = { type: 'interrupt', interrupts };
-      } catch (err) {
-        this.deps.log.error(`run ${runId}: could not record its interrupts: ${(err as Error).message}`);
-        terminal = unrecorded(err);
-        end = { status: 'error', ...terminal };
-      }
-    } else if (ending.pending) outcome = { type: 'success', pendingToolCallIds: ending.pending };
-    const written = this.deps.conversations
-      .endRun({
-        runId,
-        attempt: this.attempt,
-        threadId,
-        resourceId: this.prepared.principal.resourceId,
-        end: this.usage ? { ...end, usage: this.usage } : end,
-        produced: this.stores ? this.produced(cut) : [],
-      })
-      .then(
-        () => undefined,
-        (err: Error) => {
-          this.deps.log.error(`run ${runId}: could not record its end: ${err.message}`);
-          return err;
-        },
-      );
-    if (this.leaseMayLapse) {
-      // The lease may lapse before the driver's timeouts end the write, and another instance take the
-      // thread: the run ends now (RUN_ERROR SERVICE_UNAVAILABLE), the write goes on by itself.
-      terminal ??= { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE };
-    } else {
-      const failed = await written;
-      if (failed) terminal ??= unrecorded(failed);
-    }
-    // AG-UI 1.0 usage reaches only a request that declared 1.x; the record keeps it for every client.
-    const usage = this.prepared.agUi1 && this.usage ? { usage: this.usage } : {};
-    if (terminal) return { ...terminal, ...usage };
-    this.titleWanted = this.prepared.generateTitle && this.stores;
-    // AG-UI 1.0 outcomes reach only a request that declared 1.x; the record keeps the interrupts for every client.
-    if (this.prepared.agUi1) outcome ??= { type: 'success' };
-    return { result: ending.result, ...(this.prepared.agUi1 && outcome ? { outcome } : {}), ...usage };
+    const cut = ending.terminal ? this.collector.openTextIds() : new Set<string>();
+    if (ending.terminal) closeOpen();
+    const terminal = await recordEnding(ending, {
+      run: this.prepared,
+      attempt: this.attempt,
+      usage: this.usage,
+      produced: this.stores ? this.produced(cut) : [],
+      leaseMayLapse: this.leaseMayLapse,
+      deps: this.deps,
+    });
+    if (!('code' in terminal)) this.titleWanted = this.prepared.generateTitle && this.stores;
+    return terminal;
   }
 }
