@@ -33,7 +33,28 @@ export type DbCostPhase = {
   top: Array<{ callsPerRun: number; buffersPerCall: number; query: string }>;
 };
 
-async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
+/**
+ * A fresh embedded Postgres in `dir` with `pg_stat_statements` preloaded and created in its database:
+ * the statements of every database of the cluster are counted (the durable part gives each build one).
+ */
+export async function startStatsPostgres(dir: string, port: number) {
+  rmSync(dir, { recursive: true, force: true });
+  const first = await startEmbeddedPostgres(dir, port);
+  await withClient(first.url, (c) =>
+    c.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`),
+  );
+  await first.stop();
+  const pg = await startEmbeddedPostgres(dir, port);
+  try {
+    await withClient(pg.url, (c) => c.query('CREATE EXTENSION pg_stat_statements'));
+  } catch (err) {
+    await pg.stop();
+    throw err;
+  }
+  return pg;
+}
+
+export async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString: url });
   await client.connect();
   try {
@@ -100,18 +121,9 @@ export async function benchDbCost(
   env: NodeJS.ProcessEnv,
   progress: (what: string) => void,
 ): Promise<DbCostPhase[]> {
-  const dir = '.data/bench-db-cost';
-  const port = Number(env.BENCH_DB_COST_PG_PORT ?? 54332);
-  rmSync(dir, { recursive: true, force: true });
-  const first = await startEmbeddedPostgres(dir, port);
-  await withClient(first.url, (c) =>
-    c.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`),
-  );
-  await first.stop();
-  const pg = await startEmbeddedPostgres(dir, port);
+  const pg = await startStatsPostgres('.data/bench-db-cost', Number(env.BENCH_DB_COST_PG_PORT ?? 54332));
   const phases: DbCostPhase[] = [];
   try {
-    await withClient(pg.url, (c) => c.query('CREATE EXTENSION pg_stat_statements'));
     let ended = 0;
     for (const total of PHASES) {
       const config = loadConfig({ ...env, DATABASE_URL: pg.url });

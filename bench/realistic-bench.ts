@@ -203,12 +203,14 @@ async function closedLoopClient(runUrl: string, n: number, windowMs: number, see
 type ChildMessage =
   { type: 'ready' } | { type: 'samples'; samples: RunSample[] } | { type: 'failed'; error: string };
 
-/** One window of the closed loop against `url`, the client in a child process; CPU of this process measured over it. */
+/** One window of the closed loop against the subject, the client in a child process; the server's CPU measured over it. */
 async function window(
-  url: string,
+  subject: RealisticSubject,
   n: number,
   seed: number,
 ): Promise<{ samples: RunSample[]; cpuMs: number }> {
+  const { url } = subject;
+  const cpuMs = subject.cpuMs ?? ownCpuMs;
   const child = fork(__filename, ['--closed-loop', url, String(n), String(WINDOW_MS), String(seed)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -226,12 +228,12 @@ async function window(
   try {
     const ready = await next();
     if (ready.type !== 'ready') throw new Error(`closed-loop client: ${JSON.stringify(ready)}`);
-    const cpu = process.cpuUsage();
+    const cpu = cpuMs();
     child.send('go');
     const result = await next();
-    const used = process.cpuUsage(cpu);
+    const used = cpuMs() - cpu;
     if (result.type !== 'samples') throw new Error(`closed-loop client: ${JSON.stringify(result)}`);
-    return { samples: result.samples, cpuMs: (used.user + used.system) / 1000 };
+    return { samples: result.samples, cpuMs: used };
   } catch (err) {
     child.kill();
     throw err;
@@ -241,7 +243,13 @@ async function window(
 // ---------------------------------------------------------------------------------------------------
 // The measurement
 
-export type RealisticSubject = { name: string; url: string };
+/** `cpuMs`: the CPU time (ms) the server has used so far, when it is not this process (a built replica). */
+export type RealisticSubject = { name: string; url: string; cpuMs?: () => number };
+
+const ownCpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
 export type RealisticFigures = {
   name: string;
   n: number;
@@ -249,7 +257,7 @@ export type RealisticFigures = {
   firstContentP99: number;
   /** Completed runs per second: the window's runs over the time until the last ended (mean of the rounds). */
   throughput: number;
-  /** CPU ms of the server process (this process) per run, over all rounds. */
+  /** CPU ms of the server process (this one unless the subject says) per run, over all rounds. */
   cpuMsPerRun: number;
   runs: number;
   /** Runs refused (a status other than 200) or ended without RUN_FINISHED. */
@@ -276,7 +284,7 @@ export async function benchRealistic(
   const take = async (subject: RealisticSubject, n: number, seed: number) => {
     await sleep(500);
     if (globalThis.gc) globalThis.gc();
-    return window(subject.url, n, seed);
+    return window(subject, n, seed);
   };
   progress(`realistic: warm-up, one window of ${CONCURRENCY[0]} per subject`);
   for (const subject of subjects) await take(subject, CONCURRENCY[0], 0);

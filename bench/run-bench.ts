@@ -13,6 +13,7 @@ import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { WarmConnections } from './lean-client';
 import { benchResume, formatResume, withReplica } from './resume-bench';
 import { benchParked, formatParked, parkedTargets } from './parked-bench';
+import { benchDurable, durableTargets, formatDurable } from './durable-bench';
 import { startBareEngine } from './bare-engine';
 import { benchDbCost, dbCostRatio, formatDbCost } from './db-cost';
 import {
@@ -818,7 +819,7 @@ async function main(): Promise<void> {
   const only = new Set(
     (
       process.env.BENCH_ONLY ??
-      'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume,parked'
+      'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume,parked,durable'
     ).split(','),
   );
   try {
@@ -957,6 +958,12 @@ async function main(): Promise<void> {
       parked = formatParked(figures);
       parkedRows = parkedTargets(figures);
     }
+    let durable: string | undefined;
+    if (only.has('durable')) {
+      const figures = await benchDurable(env, progress);
+      durable = formatDurable(figures);
+      parkedRows = [...parkedRows, ...durableTargets(figures)];
+    }
     let threads: string | undefined;
     if (only.has('threads')) {
       progress('threads: list and read latency with 100,000 threads and a 1,000-message thread');
@@ -976,6 +983,7 @@ async function main(): Promise<void> {
     if (resume) console.log(`\n${resume}`);
     if (threads) console.log(threads);
     if (parked) console.log(`\n${parked}`);
+    if (durable) console.log(`\n${durable}`);
     const ratios = issue14Ratios(subjects, latency, mem, engineMem);
     if (ratios.length)
       console.log(

@@ -1,8 +1,7 @@
-import { verifyEvents, type BaseEvent } from '@ag-ui/client';
-import { from } from 'rxjs';
 import { db, eventually } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
-import { Frame, memoryOf, openRun, parseFrames, readRun, uid } from './support/sse';
+import { followRun, rawLog, rejoin, turn, verified, words } from './support/durable';
+import { openRun, parseFrames, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 /** Issue 25: runs outlive their replica. Three built services on one database, each killable. */
@@ -14,44 +13,9 @@ const env = (extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i + 1}`).join(' ');
-
-const turn = (threadId: string, text: string) => ({
-  threadId,
-  runId: uid('run'),
-  messages: [{ id: uid('msg'), role: 'user', content: text }],
-  tools: [],
-  context: [],
-  forwardedProps: memoryOf(threadId),
-});
-
-/** The run's events read from `base` after `after` until its terminal event (with its id). */
-async function rejoin(base: string, runId: string, after: number, timeoutMs = 30_000) {
-  const res = await fetch(`${base}/runs/${encodeURIComponent(runId)}/events`, {
-    headers: { accept: 'text/event-stream', 'last-event-id': String(after) },
-  });
-  return readRun(res, timeoutMs);
-}
-
-/** Whether @ag-ui/client's verifier takes the whole stream. */
-const verified = (frames: Frame[]) =>
-  new Promise<number>((resolve, reject) => {
-    let count = 0;
-    // @ag-ui/client has its own copy of rxjs: its operator takes its own Observable type.
-    verifyEvents()(from(frames.map((f) => f.event as BaseEvent)) as never).subscribe({
-      next: () => count++,
-      error: reject,
-      complete: () => resolve(count),
-    });
-  });
-
 /** The raw log as any replica serves it from the start: one RUN_STARTED, ids 1..n in order, one terminal event, last. */
 async function checkRawLog(base: string, runId: string): Promise<string> {
-  const raw = await (
-    await fetch(`${base}/runs/${encodeURIComponent(runId)}/events`, {
-      headers: { accept: 'text/event-stream' },
-    })
-  ).text();
+  const raw = await rawLog(base, runId);
   const ids = [...raw.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
   expect(ids).toEqual(ids.map((_, i) => i + 1));
   expect(raw.match(/"type":"RUN_STARTED"/g)).toHaveLength(1);
@@ -238,29 +202,12 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     const replicas = [first, ...(await Promise.all([start(), start()]))];
     const alive = new Set(replicas);
     const anyAlive = () => [...alive][Math.floor(Math.random() * alive.size)];
-    let moved = 0;
-    // A client as the protocol asks: on RUN_MOVED (or a stream cut short) it rejoins any replica after its last id.
-    const client = async (input: ReturnType<typeof turn>, base: string): Promise<Frame[]> => {
-      const live = await openRun(`${base}/run`, input);
-      await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
-      let frames = await live.done.catch(() => live.frames);
-      const logged: Frame[] = [];
-      for (;;) {
-        logged.push(...frames.filter((f) => !f.unlogged && f.id > (logged.at(-1)?.id ?? 0)));
-        const end = logged.at(-1)?.event.type;
-        if (end === 'RUN_FINISHED' || end === 'RUN_ERROR') return logged;
-        if (frames.some((f) => f.unlogged && f.event.code === 'RUN_MOVED')) moved++;
-        const joined = await rejoin(anyAlive().base, input.runId, logged.at(-1)!.id).catch(() => undefined);
-        if (!joined || joined.res.status !== 200) {
-          await new Promise((r) => setTimeout(r, 200));
-          frames = [];
-          continue;
-        }
-        frames = await joined.done.catch(() => joined.frames);
-      }
-    };
+    const anyBase = () => anyAlive().base;
     const inputs = Array.from({ length: 30 }, () => turn(uid('rolling'), `/slow 250 ${words(16)}`));
-    const started = inputs.map((input, i) => ({ input, stream: client(input, replicas[i % 3].base) }));
+    const started = inputs.map((input, i) => ({
+      input,
+      stream: followRun(input, replicas[i % 3].base, anyBase),
+    }));
     // Every run streams before the restart begins.
     await eventually(async () => {
       const { rows } = await db((q) =>
@@ -276,8 +223,9 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
       replicas[i] = await start();
       alive.add(replicas[i]);
     }
-    const streams = await Promise.all(started.map((s) => s.stream));
-    streams.forEach((frames, i) => {
+    const followed = await Promise.all(started.map((s) => s.stream));
+    const moved = followed.reduce((n, f) => n + f.moved, 0);
+    followed.forEach(({ frames }, i) => {
       assertStreamRules(frames, inputs[i]);
       expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_FINISHED' });
     });

@@ -17,6 +17,8 @@ export type BuiltService = {
   stop: () => Promise<void>;
   /** SIGKILL: the replica dies with nothing written after. */
   kill: () => void;
+  /** The process id (the bench reads the replica's CPU time from /proc). */
+  pid: number;
 };
 
 /** A port nobody listens on now: the kernel's pick for port 0, released at once. */
@@ -35,18 +37,19 @@ const exited = (child: ChildProcess) => child.exitCode !== null || child.signalC
 
 /**
  * Starts the built service on a free port (the e2e database unless `env` names another) and resolves
- * once `/health/ready` answers 200.
+ * once `/health/ready` answers 200. `main` is another build's entry point (the bench compares builds).
  */
 export async function startBuiltService(
   env: Record<string, string> = {},
   readyTimeoutMs = 60_000,
+  main = MAIN,
 ): Promise<BuiltService> {
-  if (!existsSync(MAIN))
-    throw new Error(`${MAIN} is missing: run \`npm run build\` (npm test does it first)`);
+  if (!existsSync(main))
+    throw new Error(`${main} is missing: run \`npm run build\` (npm test does it first)`);
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const prefix = '/io-bridge';
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [main], {
     env: {
       ...process.env,
       HOST: '127.0.0.1',
@@ -99,5 +102,6 @@ export async function startBuiltService(
     output: () => output,
     stop,
     kill: () => child.kill('SIGKILL'),
+    pid: child.pid!,
   };
 }
