@@ -198,8 +198,11 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
   }, 60_000);
 
   it('a rolling restart of 3 replicas with 30 live runs: 30 of 30 finish, none INTERRUPTED, no message stored twice', async () => {
-    const first = await start();
-    const replicas = [first, ...(await Promise.all([start(), start()]))];
+    // A drain hands its runs over at once: no lease has to lapse here, so a longer one keeps renewals
+    // (which stop a run when late by half a lease) clear of a loaded machine's latency.
+    const opts = { RUN_LEASE_MS: '10000' };
+    const first = await start(opts);
+    const replicas = [first, ...(await Promise.all([start(opts), start(opts)]))];
     const alive = new Set(replicas);
     const anyAlive = () => [...alive][Math.floor(Math.random() * alive.size)];
     const anyBase = () => anyAlive().base;
@@ -220,7 +223,7 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     for (let i = 0; i < 3; i++) {
       alive.delete(replicas[i]);
       await replicas[i].stop();
-      replicas[i] = await start();
+      replicas[i] = await start(opts);
       alive.add(replicas[i]);
     }
     const followed = await Promise.all(started.map((s) => s.stream));
