@@ -1,7 +1,8 @@
-import { db, eventually } from './support/app';
+import { db, runRowWhen } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { OpenAiServer, Reply, startOpenAiServer } from './support/openai-server';
-import { Frame, memoryOf, openRun, readRun, uid } from './support/sse';
+import { PICK, postResult, rejoin } from './support/durable';
+import { Frame, memoryOf, openRun, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 /**
@@ -10,7 +11,6 @@ import { assertStreamRules } from './support/stream-rules';
  * keeps the budget its claim found, and the approvals its `resume` answered stay answered. Two built
  * services on one database and a provider that streams as OpenAI does, with usage.
  */
-const PICK = { name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } };
 
 describe('a continued run carries what its earlier attempt spent and was answered', () => {
   let server: OpenAiServer;
@@ -57,18 +57,10 @@ describe('a continued run carries what its earlier attempt spent and was answere
     );
     const live = await openRun(`${a.base}/run`, input);
     await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
-    const posted = await fetch(`${a.base}/runs/${input.runId}/tool-calls/call_pick_1/result`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ content: 'the red one' }),
-    });
-    expect(posted.status).toBeLessThan(300);
+    expect(await postResult(a.base, input.runId, 'call_pick_1', 'the red one')).toBeLessThan(300);
     await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
     // The first step's checkpoint (at most a second after it completed) is written before the replica dies.
-    await eventually(async () => {
-      const { rows } = await db((q) => q.query('SELECT progress FROM runs WHERE id = $1', [input.runId]));
-      return rows[0]?.progress ? true : undefined;
-    }, 10_000);
+    await runRowWhen(input.runId, (row) => Boolean(row.progress));
     a.kill();
     await live.done.catch(() => undefined);
     const whole = await rejoined(b, input.runId, [...live.frames]);
@@ -77,14 +69,10 @@ describe('a continued run carries what its earlier attempt spent and was answere
   }
 
   /** What a client that saw `seen` gets by rejoining the run at `b`: the whole stream. */
-  async function rejoined(b: BuiltService, runId: string, seen: Frame[]): Promise<Frame[]> {
-    const rest = await readRun(
-      await fetch(`${b.base}/runs/${encodeURIComponent(runId)}/events`, {
-        headers: { accept: 'text/event-stream', 'last-event-id': String(seen.at(-1)!.id) },
-      }),
-    );
-    return [...seen, ...(await rest.done)];
-  }
+  const rejoined = async (b: BuiltService, runId: string, seen: Frame[]): Promise<Frame[]> => [
+    ...seen,
+    ...(await (await rejoin(b.base, runId, seen.at(-1)!.id)).done),
+  ];
 
   it('the tokens of the steps completed before a kill -9 count in the continued run’s usage, record and budget', async () => {
     const a = await start();

@@ -1,6 +1,6 @@
-import { db, eventually } from './support/app';
+import { db, eventually, runRowWhen } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
-import { followRun, rawLog, rejoin, turn, verified, words } from './support/durable';
+import { followRun, PICK, postResult, rawLog, rejoin, turn, verified, words } from './support/durable';
 import { openRun, parseFrames, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
@@ -98,23 +98,15 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     const threadId = uid('stepped');
     const input = {
       ...turn(threadId, '/tool pick {}'),
-      tools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } }],
+      tools: [PICK],
     };
     const live = await openRun(`${a.base}/run`, input);
     const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
     // The answer to the tool is long: the model's second step repeats it word by word.
-    const posted = await fetch(`${a.base}/runs/${input.runId}/tool-calls/${call.toolCallId}/result`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ content: words(6000) }),
-    });
-    expect(posted.status).toBeLessThan(300);
+    expect(await postResult(a.base, input.runId, call.toolCallId, words(6000))).toBeLessThan(300);
     await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
     // The first step is checkpointed (at most a second after it completed) before the replica dies.
-    await eventually(async () => {
-      const { rows } = await db((q) => q.query('SELECT progress FROM runs WHERE id = $1', [input.runId]));
-      return rows[0]?.progress ? true : undefined;
-    }, 10_000);
+    await runRowWhen(input.runId, (row) => Boolean(row.progress));
     a.kill();
     await live.done.catch(() => undefined);
     const seen = [...live.frames];
@@ -136,24 +128,16 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     const threadId = uid('parked');
     const input = {
       ...turn(threadId, '/tool pick {}'),
-      tools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } }],
+      tools: [PICK],
     };
     const live = await openRun(`${a.base}/run`, input);
     const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
-    await eventually(async () => {
-      const { rows } = await db((q) => q.query('SELECT parked FROM runs WHERE id = $1', [input.runId]));
-      return rows[0]?.parked === call.toolCallId ? true : undefined;
-    }, 10_000);
+    await runRowWhen(input.runId, (row) => row.parked === call.toolCallId);
     // Nothing of it runs on a any more: no active run, no lease renewed there.
     const activeOnA = async () =>
       /^io_bridge_active_runs (\d+)$/m.exec(await (await fetch(`${a.origin}/metrics`)).text())?.[1];
     expect(await activeOnA()).toBe('0');
-    const posted = await fetch(`${b.base}/runs/${input.runId}/tool-calls/${call.toolCallId}/result`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ content: 'blue' }),
-    });
-    expect(posted.status).toBeLessThan(300);
+    expect(await postResult(b.base, input.runId, call.toolCallId, 'blue')).toBeLessThan(300);
     // The client's stream on a goes on: a relays the run from its log.
     const frames = await live.done;
     assertStreamRules(frames, input);
@@ -175,14 +159,11 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     const threadId = uid('timed-out');
     const input = {
       ...turn(threadId, '/tool pick {}'),
-      tools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } }],
+      tools: [PICK],
     };
     const live = await openRun(`${a.base}/run`, input);
     const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
-    await eventually(async () => {
-      const { rows } = await db((q) => q.query('SELECT parked FROM runs WHERE id = $1', [input.runId]));
-      return rows[0]?.parked === call.toolCallId ? true : undefined;
-    }, 10_000);
+    await runRowWhen(input.runId, (row) => row.parked === call.toolCallId);
     // Its client's stream follows the log, to the end the reaper wrote.
     const frames = await live.done;
     assertStreamRules(frames, input);

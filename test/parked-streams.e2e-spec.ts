@@ -1,8 +1,7 @@
-import { verifyEvents, type BaseEvent } from '@ag-ui/client';
-import { from } from 'rxjs';
 import { db, eventually } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { Frame, LiveRun, memoryOf, openRun, parseFrames, readRun, uid } from './support/sse';
+import { PICK, postResult, verified } from './support/durable';
 import { assertStreamRules } from './support/stream-rules';
 
 /**
@@ -11,7 +10,6 @@ import { assertStreamRules } from './support/stream-rules';
  * a rejoin, and go on to RUN_FINISHED on that same stream once the result is posted.
  */
 const RUNS = 60;
-const PICK = { name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } };
 const env = {
   // Shorter than a loaded database's round trip: a run parks while its call is still being registered.
   RUN_PARK_AFTER_MS: '1',
@@ -35,18 +33,6 @@ const input = (grace = false) => {
   };
 };
 type Input = ReturnType<typeof input>;
-
-/** Whether @ag-ui/client's verifier takes the whole stream. */
-const verified = (frames: Frame[]) =>
-  new Promise<number>((resolve, reject) => {
-    let count = 0;
-    // @ag-ui/client has its own copy of rxjs: its operator takes its own Observable type.
-    verifyEvents()(from(frames.map((f) => f.event as BaseEvent)) as never).subscribe({
-      next: () => count++,
-      error: reject,
-      complete: () => resolve(count),
-    });
-  });
 
 /** Polls until every run of `inputs` is parked; returns the call each waits for. */
 async function allParked(inputs: Input[]): Promise<Map<string, string>> {
@@ -82,12 +68,7 @@ function expectWholeCall(events: Frame['event'][], toolCallId: string): number {
 
 /** Posts the result of the call a parked run waits for. */
 async function answer(base: string, runId: string, toolCallId: string): Promise<void> {
-  const res = await fetch(`${base}/runs/${encodeURIComponent(runId)}/tool-calls/${toolCallId}/result`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ content: 'blue' }),
-  });
-  expect(res.status).toBe(202);
+  expect(await postResult(base, runId, toolCallId, 'blue')).toBe(202);
 }
 
 /**

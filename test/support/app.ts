@@ -71,3 +71,14 @@ export const endedRunRow = (runId: string) =>
     const row = await runRow(runId);
     return row?.status === 'running' ? undefined : row;
   });
+
+/** The run's row (`progress`, `parked`) once `ready` accepts it: a step checkpointed, a park recorded. */
+export const runRowWhen = (
+  runId: string,
+  ready: (row: { progress: unknown; parked: string | null }) => boolean,
+  timeoutMs = 10_000,
+) =>
+  eventually(async () => {
+    const { rows } = await db((q) => q.query('SELECT progress, parked FROM runs WHERE id = $1', [runId]));
+    return rows[0] && ready(rows[0]) ? true : undefined;
+  }, timeoutMs);

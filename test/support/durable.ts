@@ -22,6 +22,24 @@ export const turn = (threadId: string, text: string) => ({
 
 export type Turn = ReturnType<typeof turn>;
 
+/** A frontend tool that takes no arguments: a turn of `/tool pick {}` calls it. */
+export const PICK = { name: 'pick', description: 'pick one', parameters: { type: 'object', properties: {} } };
+
+/** Posts the result of a frontend tool call the run waits for, at `base`; resolves with the status. */
+export async function postResult(
+  base: string,
+  runId: string,
+  toolCallId: string,
+  content: unknown,
+): Promise<number> {
+  const res = await fetch(
+    `${base}/runs/${encodeURIComponent(runId)}/tool-calls/${encodeURIComponent(toolCallId)}/result`,
+    { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content }) },
+  );
+  await res.body?.cancel();
+  return res.status;
+}
+
 /** The run's events read from `base` after `after` until its terminal event (with its id). */
 export async function rejoin(base: string, runId: string, after: number, timeoutMs = 30_000) {
   const res = await fetch(`${base}/runs/${encodeURIComponent(runId)}/events`, {
