@@ -1,3 +1,4 @@
+import { isActiveStatus } from '../src/runs/storage/run.entity';
 import { db, eventually } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { Frame, LiveRun, memoryOf, openRun, parseFrames, readRun, uid } from './support/sse';
@@ -34,17 +35,21 @@ const input = (grace = false) => {
 };
 type Input = ReturnType<typeof input>;
 
-/** Polls until every run of `inputs` is parked; returns the call each waits for. */
+/** Polls until every run of `inputs` is parked; returns the call each waits for. A run that ended instead fails it at once. */
 async function allParked(inputs: Input[]): Promise<Map<string, string>> {
   const ids = inputs.map((i) => i.runId);
   return eventually(async () => {
     const { rows } = await db((q) =>
-      q.query<{ id: string; parked: string }>(
-        'SELECT id, parked FROM runs WHERE id = ANY($1) AND parked IS NOT NULL',
+      q.query<{ id: string; parked: string | null; status: string; error_code: string | null }>(
+        'SELECT id, parked, status, error_code FROM runs WHERE id = ANY($1)',
         [ids],
       ),
     );
-    return rows.length === ids.length ? new Map(rows.map((r) => [r.id, r.parked])) : undefined;
+    const ended = rows.find((r) => !isActiveStatus(r.status));
+    if (ended)
+      throw new Error(`run ${ended.id} ended ${ended.status} ${ended.error_code} before it was parked`);
+    const parked = rows.filter((r) => r.parked !== null);
+    return parked.length === ids.length ? new Map(parked.map((r) => [r.id, r.parked!])) : undefined;
   }, 60_000);
 }
 
