@@ -34,6 +34,16 @@ const stored = (threadId: string) =>
     })),
   );
 
+/** A run on `a` that calls the frontend tool `pick`, once its replica parked it. */
+async function parkedOn(a: BuiltService, prefix: string) {
+  const threadId = uid(prefix);
+  const input = { ...turn(threadId, '/tool pick {}'), tools: [PICK] };
+  const live = await openRun(`${a.base}/run`, input);
+  const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
+  await runRowWhen(input.runId, (row) => row.parked === call.toolCallId);
+  return { threadId, input, live, call };
+}
+
 describe('runs that outlive their replica (3 instances, one database)', () => {
   const all: BuiltService[] = [];
   const start = async (extra?: Record<string, string>) => {
@@ -125,14 +135,7 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     const opts = { RUN_PARK_AFTER_MS: '500' };
     const a = await start(opts);
     const [b, c] = await Promise.all([start(opts), start(opts)]);
-    const threadId = uid('parked');
-    const input = {
-      ...turn(threadId, '/tool pick {}'),
-      tools: [PICK],
-    };
-    const live = await openRun(`${a.base}/run`, input);
-    const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
-    await runRowWhen(input.runId, (row) => row.parked === call.toolCallId);
+    const { threadId, input, live, call } = await parkedOn(a, 'parked');
     // Nothing of it runs on a any more: no active run, no lease renewed there.
     const activeOnA = async () =>
       /^io_bridge_active_runs (\d+)$/m.exec(await (await fetch(`${a.origin}/metrics`)).text())?.[1];
@@ -156,14 +159,7 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
 
   it('a parked run that gets no result ends TOOL_RESULT_TIMEOUT; its replica keeps nothing of it: a rejoin after its last event is a 204', async () => {
     const a = await start({ RUN_PARK_AFTER_MS: '300', FRONTEND_TOOL_TIMEOUT_MS: '2000' });
-    const threadId = uid('timed-out');
-    const input = {
-      ...turn(threadId, '/tool pick {}'),
-      tools: [PICK],
-    };
-    const live = await openRun(`${a.base}/run`, input);
-    const call = await live.waitFor((e) => e.type === 'TOOL_CALL_END', 15_000);
-    await runRowWhen(input.runId, (row) => row.parked === call.toolCallId);
+    const { input, live } = await parkedOn(a, 'timed-out');
     // Its client's stream follows the log, to the end the reaper wrote.
     const frames = await live.done;
     assertStreamRules(frames, input);
