@@ -38,7 +38,7 @@ const TARGET_WAKE_P99_MS = 200;
 const CYCLES = Math.max(2, Number(process.env.PARKED_CYCLES ?? 3));
 
 /** One reading after gc, in bytes; `maxRss` is the process's high-water so far. */
-export type Reading = { heap: number; heapTotal: number; rss: number; maxRss: number };
+export type Reading = { heap: number; heapTotal: number; external: number; rss: number; maxRss: number };
 
 /** A cycle's readings: its 1,000 runs parked, then all woken and ended. */
 export type Cycle = { parked: Reading; ended: Reading };
@@ -107,11 +107,11 @@ async function settledMemory(server: Server, snapshot: string): Promise<Reading>
     await new Promise((r) => setTimeout(r, 50));
   }
   globalThis.gc?.();
-  const { heapUsed, heapTotal, rss } = process.memoryUsage();
+  const { heapUsed, heapTotal, external, rss } = process.memoryUsage();
   const maxRss = process.resourceUsage().maxRSS * 1024;
   const dir = process.env.PARKED_HEAPSNAPSHOTS;
   if (dir) writeHeapSnapshot(join(dir, `${snapshot}.heapsnapshot`));
-  return { heap: heapUsed, heapTotal, rss, maxRss };
+  return { heap: heapUsed, heapTotal, external, rss, maxRss };
 }
 
 export async function benchParked(
@@ -189,10 +189,12 @@ export function formatParked(r: ParkedResult): string {
   const mb = (v: number) => (v / MB).toFixed(1).padStart(11);
   const diff = (v: number) => `${v >= 0 ? '+' : ''}${(v / MB).toFixed(2)}`.padStart(11);
   const row = (name: string, from: Reading, to: Reading) =>
-    `${name.padEnd(44)}${diff(to.rss - from.rss)}${diff(to.heap - from.heap)}${diff(to.heapTotal - from.heapTotal)}${diff(to.maxRss - from.maxRss)}`;
+    `${name.padEnd(44)}${diff(to.rss - from.rss)}${diff(to.heap - from.heap)}${diff(to.heapTotal - from.heapTotal)}${diff(to.external - from.external)}${diff(to.maxRss - from.maxRss)}`;
   const reading = (name: string, m: Reading) =>
-    `${name.padEnd(44)}${mb(m.rss)}${mb(m.heap)}${mb(m.heapTotal)}${mb(m.maxRss)}`;
-  const columns = ['rss MB', 'heap MB', 'V8 heap MB', 'max rss MB'].map((c) => c.padStart(11)).join('');
+    `${name.padEnd(44)}${mb(m.rss)}${mb(m.heap)}${mb(m.heapTotal)}${mb(m.external)}${mb(m.maxRss)}`;
+  const columns = ['rss MB', 'heap MB', 'V8 heap MB', 'external MB', 'max rss MB']
+    .map((c) => c.padStart(11))
+    .join('');
   const s = steady(r);
   const n = r.cycles.length;
   return [
