@@ -7,7 +7,7 @@
  * that leaves once the runs started and exits (a disconnect grace keeps the runs alive): open client
  * sockets are a reader's cost, not a parked run's, and nothing of the client stays in this heap.
  *
- * Cycles of 1,000 runs (started, parked, woken, ended; 3, or `PARKED_CYCLES`). The first ones bring
+ * Cycles of 1,000 runs (started, parked, woken, ended; 4, or `PARKED_CYCLES`). The first ones bring
  * the process to the high-water of 1,000 live runs (glibc malloc and V8 keep pages once touched), so
  * rss read in the last, against the end of the one before, is what parked runs hold, not what
  * starting them left.
@@ -35,7 +35,7 @@ const CONCURRENCY = 50;
 const PARK_AFTER_MS = 200;
 const TARGET_MEMORY_MB = 5;
 const TARGET_WAKE_P99_MS = 200;
-const CYCLES = Math.max(2, Number(process.env.PARKED_CYCLES ?? 3));
+const CYCLES = Math.max(2, Number(process.env.PARKED_CYCLES ?? 4));
 
 /** One reading after gc, in bytes; `maxRss` is the process's high-water so far. */
 export type Reading = { heap: number; heapTotal: number; external: number; rss: number; maxRss: number };
