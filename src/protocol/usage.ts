@@ -47,9 +47,6 @@ export function tokensOf(entries: readonly TokenUsage[] | null | undefined): num
 }
 
 /** A run's usage so far as its checkpoints keep it (the run record's `usage` and `tokens`): nothing when none. */
-export function spentSoFar(entries: readonly TokenUsage[] | undefined): {
-  usage?: TokenUsage[];
-  tokens?: number;
-} {
-  return entries?.length ? { usage: entries.map((e) => ({ ...e })), tokens: tokensOf(entries) } : {};
+export function spentSoFar(entries: TokenUsage[] | undefined): { usage?: TokenUsage[]; tokens?: number } {
+  return entries?.length ? { usage: entries, tokens: tokensOf(entries) } : {};
 }
