@@ -46,6 +46,7 @@ module.exports = {
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/packages/*/test/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+      setupFilesAfterEnv: ['<rootDir>/test/support/spec-database.ts'],
     },
   ],
 };

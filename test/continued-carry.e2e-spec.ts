@@ -1,4 +1,4 @@
-import { db, ownDatabase, runRowWhen } from './support/app';
+import { db, runRowWhen } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { OpenAiServer, Reply, startOpenAiServer } from './support/openai-server';
 import { PICK, postResult, rejoin } from './support/durable';
@@ -13,7 +13,6 @@ import { assertStreamRules } from './support/stream-rules';
  */
 
 describe('a continued run carries what its earlier attempt spent and was answered', () => {
-  ownDatabase('carry');
   let server: OpenAiServer;
   const all: BuiltService[] = [];
   const start = async (extra: Record<string, string> = {}) => {

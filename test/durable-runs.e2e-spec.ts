@@ -1,4 +1,4 @@
-import { db, eventually, ownDatabase, runRowWhen } from './support/app';
+import { db, eventually, runRowWhen } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { followRun, PICK, postResult, rawLog, rejoin, turn, verified, words } from './support/durable';
 import { openRun, parseFrames, uid } from './support/sse';
@@ -45,7 +45,6 @@ async function parkedOn(a: BuiltService, prefix: string) {
 }
 
 describe('runs that outlive their replica (3 instances, one database)', () => {
-  ownDatabase('durable');
   const all: BuiltService[] = [];
   const start = async (extra?: Record<string, string>) => {
     const s = await startBuiltService(env(extra));

@@ -28,35 +28,6 @@ export async function startApp(env: Record<string, string> = {}): Promise<TestAp
   return { app, baseUrl, runUrl: `${baseUrl}${config.prefix}/run`, close: () => app.close() };
 }
 
-/**
- * Gives the calling spec a database of its own (E2E_DATABASE_URL names it during the spec, for its
- * services and for `db`): a spec that kills replicas mid-run may leave runs behind when it fails, and
- * any later service on the shared database would continue them (issue 25), disturbing its figures.
- */
-export function ownDatabase(suffix: string): void {
-  const shared = process.env.E2E_DATABASE_URL!;
-  const url = new URL(shared);
-  const database = `${url.pathname.slice(1)}_${suffix}`;
-  const admin = async (sql: string) => {
-    const client = new Client({ connectionString: process.env.E2E_ADMIN_URL });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  beforeAll(async () => {
-    await admin(`CREATE DATABASE ${database}`);
-    url.pathname = `/${database}`;
-    process.env.E2E_DATABASE_URL = url.toString();
-  });
-  afterAll(async () => {
-    process.env.E2E_DATABASE_URL = shared;
-    await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  });
-}
-
 /** A direct connection to the e2e database, to check what the service recorded. */
 export async function db<T>(fn: (client: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString: process.env.E2E_DATABASE_URL });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../../src/database/embedded-postgres';
+import { runMigrations } from '../../src/database/migrate';
 
 /** The server to create the test database in: TEST_PG_URL, else the local one on 5432 when it answers. */
 async function localServer(): Promise<string | undefined> {
@@ -19,7 +20,10 @@ async function localServer(): Promise<string | undefined> {
   }
 }
 
-/** Creates one fresh database for the whole e2e run, in a real Postgres (local or embedded). */
+/**
+ * Creates one fresh, migrated database for the whole e2e run, in a real Postgres (local or embedded):
+ * the template each spec file's own database is copied from (spec-database.ts).
+ */
 export default async function globalSetup(): Promise<void> {
   let serverUrl = await localServer();
   if (!serverUrl) {
@@ -35,6 +39,7 @@ export default async function globalSetup(): Promise<void> {
   await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${database}`;
+  await runMigrations(url.toString());
   process.env.E2E_DATABASE_URL = url.toString();
   process.env.E2E_ADMIN_URL = serverUrl;
   process.env.E2E_DATABASE_NAME = database;
