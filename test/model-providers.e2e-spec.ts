@@ -571,3 +571,77 @@ describe('a long thread on a model with a small context window', () => {
     expect(promptTokens(whole as never)).toBeGreaterThan(WINDOW);
   });
 });
+
+describe('a history longer than MODEL_MAX_MESSAGES', () => {
+  const MAX = 20;
+  let server: OpenAiServer;
+  let t: TestApp;
+  beforeAll(async () => {
+    server = await startOpenAiServer(() => ({ text: ['Noted'] }));
+    t = await startApp({
+      MODEL: 'openai/gpt-test',
+      OPENAI_BASE_URL: server.url,
+      OPENAI_API_KEY: 'test-key',
+      MODEL_MAX_MESSAGES: String(MAX),
+      LAST_MESSAGES: '1000',
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+    await server.close();
+  });
+
+  /** What the model was handed of the history: the last request's messages but the instructions. */
+  const handed = () => server.requests.at(-1)!.messages.filter((m) => m.role !== 'system');
+  /** 49 short messages, a tool call and its result among the newest, then the question. */
+  const history = () => {
+    const messages: Record<string, unknown>[] = Array.from({ length: 45 }, (_, i) => ({
+      id: uid('msg'),
+      role: i % 2 ? 'assistant' : 'user',
+      content: `message ${i}`,
+    }));
+    messages.push(
+      { id: uid('msg'), role: 'user', content: 'message 45' },
+      {
+        id: uid('msg'),
+        role: 'assistant',
+        toolCalls: [
+          {
+            id: 'call_h',
+            type: 'function',
+            function: { name: 'calculate', arguments: '{"expression":"1+1"}' },
+          },
+        ],
+      },
+      { id: uid('msg'), role: 'tool', toolCallId: 'call_h', content: '2' },
+      { id: uid('msg'), role: 'assistant', content: 'message 48' },
+      { id: uid('msg'), role: 'user', content: 'What did I say last?' },
+    );
+    return messages;
+  };
+
+  it('hands the model the newest MODEL_MAX_MESSAGES of a 50-message request, a tool call with its result', async () => {
+    const input = runInput('unused');
+    input.messages = history() as never;
+    const { frames } = await runToFrames(t.runUrl, input);
+    expect(terminal(frames)).toMatchObject({ type: 'RUN_FINISHED' });
+    const seen = JSON.stringify(handed());
+    expect(handed().length).toBeLessThanOrEqual(MAX);
+    expect(seen).toContain('What did I say last?');
+    expect(seen).toContain('call_h');
+    expect(seen).toContain('message 31');
+    expect(seen).not.toContain('message 29"');
+  });
+
+  it('caps a stored thread the client asks to see whole (memoryOptions.lastMessages) the same way', async () => {
+    const first = storedRun('unused');
+    first.messages = history() as never;
+    expect(terminal((await runToFrames(t.runUrl, first)).frames)).toMatchObject({ type: 'RUN_FINISHED' });
+    const next = { ...storedRun('And now?'), threadId: first.threadId };
+    next.forwardedProps = { ...memoryOf(first.threadId), memoryOptions: { lastMessages: 1000 } };
+    expect(terminal((await runToFrames(t.runUrl, next)).frames)).toMatchObject({ type: 'RUN_FINISHED' });
+    expect(handed().length).toBeLessThanOrEqual(MAX);
+    expect(JSON.stringify(handed().at(-1))).toContain('And now?');
+    expect(JSON.stringify(handed())).not.toContain('message 0"');
+  });
+});

@@ -53,8 +53,8 @@ export function agentCallOf(
 
 /**
  * The history fitted into the agent's context window, less what the rest of the prompt takes (the
- * instructions, context entries, tools) and the answer's room; the log and the span say what was
- * left out.
+ * instructions, context entries, tools) and the answer's room, and into MODEL_MAX_MESSAGES; the log
+ * and the span say what was left out.
  */
 function fittedHistory(
   run: PreparedRun,
@@ -68,10 +68,10 @@ function fittedHistory(
   const answer = run.modelSettings.maxOutputTokens ?? Math.min(4096, Math.floor(contextTokens / 4));
   const budget =
     contextTokens - answer - estimateTokens(instructions) - estimateTokens(run.context) - TOOL_TOKENS * tools;
-  const fitted = fitToContext(history, budget);
+  const fitted = fitToContext(history, budget, run.modelMaxMessages);
   if (fitted.dropped) {
     log.log(
-      `run ${run.runId}: history trimmed to fit the context window: ${fitted.dropped} of ${history.length} messages (about ${fitted.droppedTokens} tokens) left out`,
+      `run ${run.runId}: history trimmed to fit the context window (at most ${run.modelMaxMessages} messages): ${fitted.dropped} of ${history.length} messages (about ${fitted.droppedTokens} tokens) left out`,
     );
     span?.setAttribute('io_bridge.history.trimmed_messages', fitted.dropped);
     span?.setAttribute('io_bridge.history.trimmed_tokens', fitted.droppedTokens);

@@ -53,4 +53,23 @@ describe('fitToContext', () => {
     const history = [user('u1'), user('u2', 'x'.repeat(40_000))];
     expect(ids(fitToContext(history, 100).messages)).toEqual(['u2']);
   });
+
+  it('keeps at most maxMessages, system and developer messages included, in whole units', () => {
+    const system: StoredMessage = { id: 's', role: 'system', content: 'Be brief.' };
+    const history = [
+      system,
+      user('u1'),
+      assistant('a1'),
+      user('u2'),
+      call('c', 'call-1'),
+      result('r', 'call-1'),
+      user('u3'),
+    ];
+    // Room for 4: s, u3, then the call and its result (2) would make 4; u2 would be a fifth.
+    expect(ids(fitToContext(history, 100_000, 4).messages)).toEqual(['s', 'c', 'r', 'u3']);
+    // Room for 3: the call and its result do not both fit, so neither goes in.
+    const fitted = fitToContext(history, 100_000, 3);
+    expect(ids(fitted.messages)).toEqual(['s', 'u3']);
+    expect(fitted.dropped).toBe(5);
+  });
 });

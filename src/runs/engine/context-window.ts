@@ -16,17 +16,19 @@ export type Fitted = {
 };
 
 /**
- * The history that fits `budget` tokens: every system and developer message, and of the rest the
- * newest, in whole units — an assistant message goes with the tool results that follow it, so a tool
- * call is never separated from its result. The newest unit always stays (when even it does not fit,
- * the provider says so: `MODEL_CONTEXT_TOO_LONG`). Order is kept.
+ * The history that fits `budget` tokens and `maxMessages` messages: every system and developer
+ * message, and of the rest the newest, in whole units — an assistant message goes with the tool
+ * results that follow it, so a tool call is never separated from its result. The newest unit always
+ * stays (when even it does not fit, the provider says so: `MODEL_CONTEXT_TOO_LONG`). Order is kept.
  */
-export function fitToContext(history: StoredMessage[], budget: number): Fitted {
+export function fitToContext(history: StoredMessage[], budget: number, maxMessages = Infinity): Fitted {
   const tokens = history.map(estimateTokens);
   const total = tokens.reduce((sum, n) => sum + n, 0);
-  if (total <= budget) return { messages: history, dropped: 0, droppedTokens: 0 };
+  if (total <= budget && history.length <= maxMessages)
+    return { messages: history, dropped: 0, droppedTokens: 0 };
   const pinned = (m: StoredMessage) => m.role === 'system' || m.role === 'developer';
   let left = budget - history.reduce((sum, m, i) => sum + (pinned(m) ? tokens[i] : 0), 0);
+  let room = maxMessages - history.filter(pinned).length;
   // Units of the rest, newest first: [first index, last index] of each.
   const units: Array<[number, number]> = [];
   let end = -1;
@@ -41,9 +43,15 @@ export function fitToContext(history: StoredMessage[], budget: number): Fitted {
   const keep = new Set<number>();
   for (const [k, [from, to]] of units.entries()) {
     let cost = 0;
-    for (let i = from; i <= to; i++) if (!pinned(history[i])) cost += tokens[i];
-    if (k > 0 && cost > left) break;
+    let count = 0;
+    for (let i = from; i <= to; i++) {
+      if (pinned(history[i])) continue;
+      cost += tokens[i];
+      count++;
+    }
+    if (k > 0 && (cost > left || count > room)) break;
     left -= cost;
+    room -= count;
     for (let i = from; i <= to; i++) keep.add(i);
   }
   const messages = history.filter((m, i) => pinned(m) || keep.has(i));

@@ -56,6 +56,8 @@ export type PreparedRun = {
   resume?: ResumeEntry[];
   maxSteps: number;
   lastMessages: number;
+  /** Messages handed to the model in one call at most (MODEL_MAX_MESSAGES). */
+  modelMaxMessages: number;
   modelSettings: ModelSettings;
   /** Store nothing the run brings or produces (memoryOptions.readOnly). */
   readOnly: boolean;
@@ -136,6 +138,7 @@ export class RunPreparer {
       ...(input.resume?.length ? { resume: input.resume } : {}),
       maxSteps: options.maxSteps ?? defaults?.maxSteps ?? limits.maxSteps,
       lastMessages: options.lastMessages ?? defaults?.lastMessages ?? this.config.lastMessages,
+      modelMaxMessages: this.config.modelMaxMessages,
       modelSettings: { ...defaults?.modelSettings, ...options.modelSettings },
       readOnly: options.readOnly,
       memory: options.namesMemory || this.config.storeAllRuns,
