@@ -637,8 +637,10 @@ describe('a history longer than MODEL_MAX_MESSAGES', () => {
     const first = storedRun('unused');
     first.messages = history() as never;
     expect(terminal((await runToFrames(t.runUrl, first)).frames)).toMatchObject({ type: 'RUN_FINISHED' });
-    const next = { ...storedRun('And now?'), threadId: first.threadId };
-    next.forwardedProps = { ...memoryOf(first.threadId), memoryOptions: { lastMessages: 1000 } };
+    const next = runInput('And now?', {
+      threadId: first.threadId,
+      forwardedProps: { ...memoryOf(first.threadId), memoryOptions: { lastMessages: 1000 } },
+    });
     expect(terminal((await runToFrames(t.runUrl, next)).frames)).toMatchObject({ type: 'RUN_FINISHED' });
     expect(handed().length).toBeLessThanOrEqual(MAX);
     expect(JSON.stringify(handed().at(-1))).toContain('And now?');
