@@ -353,7 +353,7 @@ export const VARIABLES = {
   MAX_LAST_MESSAGES: {
     schema: int(1, 10_000).default(1000),
     at: 'ceilings.maxLastMessages',
-    doc: 'the most stored messages a client may ask the model to see (`memoryOptions.lastMessages`)',
+    doc: 'the most stored messages a client may ask the model to see (`memoryOptions.lastMessages`); the model is still handed at most `MODEL_MAX_MESSAGES`',
   },
   MODEL_MAX_TOKENS: {
     schema: int(1, 10_000_000).default(16_384),
