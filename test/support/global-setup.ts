@@ -33,13 +33,18 @@ export default async function globalSetup(): Promise<void> {
     serverUrl = embedded.url.replace(/\/[^/]+$/, '/postgres');
   }
   const database = `iobridge_e2e_${randomBytes(4).toString('hex')}`;
-  const admin = new Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${database}`;
-  await runMigrations(url.toString());
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${database}`);
+    await runMigrations(url.toString());
+    // Only ever copied from: a spec connected to it by mistake would change every later copy.
+    await admin.query(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS false`);
+  } finally {
+    await admin.end();
+  }
   process.env.E2E_DATABASE_URL = url.toString();
   process.env.E2E_ADMIN_URL = serverUrl;
   process.env.E2E_DATABASE_NAME = database;
