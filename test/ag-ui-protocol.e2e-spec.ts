@@ -24,9 +24,10 @@ describe('AG-UI 1.0 clients and io.Assist on one service (built, black-box)', ()
   let a: BuiltService | undefined;
   let b: BuiltService | undefined;
   beforeAll(async () => {
-    // One after the other: the first applies the migrations.
-    a = await startBuiltService({ DATABASE_URL: process.env.E2E_DATABASE_URL!, CLIENT_PROTOCOL: 'ag-ui' });
-    b = await startBuiltService({ DATABASE_URL: process.env.E2E_DATABASE_URL! });
+    [a, b] = await Promise.all([
+      startBuiltService({ DATABASE_URL: process.env.E2E_DATABASE_URL!, CLIENT_PROTOCOL: 'ag-ui' }),
+      startBuiltService({ DATABASE_URL: process.env.E2E_DATABASE_URL! }),
+    ]);
   }, 120_000);
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

@@ -33,13 +33,10 @@ describe('a run for a busy thread (forwardedProps.ifBusy)', () => {
   let b: BuiltService;
 
   beforeAll(async () => {
-    // One after the other: the first migrates the fresh database.
-    a = await startBuiltService({ LOG_LEVEL: 'error' });
-    b = await startBuiltService({
-      LOG_LEVEL: 'error',
-      RUN_QUEUE_WAIT_MS: '4000',
-      MAX_ACTIVE_RUNS_PER_OWNER: '2',
-    });
+    [a, b] = await Promise.all([
+      startBuiltService({ LOG_LEVEL: 'error' }),
+      startBuiltService({ LOG_LEVEL: 'error', RUN_QUEUE_WAIT_MS: '4000', MAX_ACTIVE_RUNS_PER_OWNER: '2' }),
+    ]);
   }, 120_000);
   afterAll(() => Promise.all([a?.stop(), b?.stop()]));
 

@@ -115,9 +115,10 @@ describe('a replica that dies mid-run', () => {
   }, 90_000);
 
   it('never lets an id a client saw name another event: a client that saw text just before the kill rejoins and gets its continuation', async () => {
-    // One after the other: the first migrates the database.
-    const doomed = await spawnInstance({ RUN_LEASE_MS: '3000' });
-    const survivor = await spawnInstance({ RUN_LEASE_MS: '3000' });
+    const [doomed, survivor] = await Promise.all([
+      spawnInstance({ RUN_LEASE_MS: '3000' }),
+      spawnInstance({ RUN_LEASE_MS: '3000' }),
+    ]);
     children.push(doomed, survivor);
     const threadId = uid('crash');
     const input = {

@@ -54,9 +54,7 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
   afterEach(() => all.splice(0).forEach((s) => s.kill()));
 
   it('kill -9 mid-answer: another replica continues it within the lease + 2 s; the thread holds the answer once; a rejoin sees one well-formed stream', async () => {
-    // One at a time: the first migrates the database.
-    const a = await start();
-    const [b, c] = await Promise.all([start(), start()]);
+    const [a, b, c] = await Promise.all([start(), start(), start()]);
     const threadId = uid('killed');
     const input = turn(threadId, `/slow 100 ${words(30)}`);
     const live = await openRun(`${a.base}/run`, input);
