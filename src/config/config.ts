@@ -373,7 +373,7 @@ export const VARIABLES = {
   SHUTDOWN_GRACE_MS: {
     schema: int(0, 3_600_000).default(20_000),
     at: 'shutdownGraceMs',
-    doc: 'on SIGTERM: readiness goes red, new runs get 503, active runs may finish for this long, then end with `RUN_ERROR SHUTTING_DOWN`',
+    doc: 'on SIGTERM: readiness goes red, new runs get 503, live runs are handed over to other replicas and relayed to their clients for this long, then those streams end with `RUN_ERROR RUN_MOVED`; on SIGINT (Ctrl-C) runs may finish for this long, then end with `RUN_ERROR SHUTTING_DOWN`',
   },
   CORS_ORIGINS: {
     schema: corsOrigins.optional().transform((origins) => origins ?? []),

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-/** Set on SIGTERM: readiness goes red and new runs are refused while active ones finish. */
+/** Set on shutdown: readiness goes red and new runs are refused while live ones are handed over or finish. */
 @Injectable()
 export class DrainState {
   private draining = false;
