@@ -10,7 +10,8 @@
  * Cycles of 1,000 runs (started, parked, woken, ended; 4, or `PARKED_CYCLES`). The first ones bring
  * the process to the high-water of 1,000 live runs (glibc malloc and V8 keep pages once touched), so
  * rss read in the last, against the end of the one before, is what parked runs hold, not what
- * starting them left.
+ * starting them left, unless glibc malloc's high-water still rises with each 1,000 runs started (its
+ * arenas, one per thread: `MALLOC_ARENA_MAX=2` holds it still; the max rss column shows it).
  * `PARKED_HEAPSNAPSHOTS=<dir>` writes a heap snapshot at each reading (<reading>.heapsnapshot).
  */
 import { fork } from 'node:child_process';
