@@ -12,6 +12,7 @@ import { OwnerBudgets1764692300100 } from './1764692300100-owner-budgets';
 import { DurableRuns1764692700000 } from './1764692700000-durable-runs';
 import { ParkedRuns1764692800000 } from './1764692800000-parked-runs';
 import { RunQueue1764692600000 } from './1764692600000-run-queue';
+import { RunWriteFence1764692900000 } from './1764692900000-run-write-fence';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -29,4 +30,5 @@ export const migrations = [
   RunQueue1764692600000,
   DurableRuns1764692700000,
   ParkedRuns1764692800000,
+  RunWriteFence1764692900000,
 ];

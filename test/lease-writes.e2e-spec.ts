@@ -18,7 +18,7 @@ describe('lease renewals and checkpoints take turns', () => {
       const { rows } = await c.query<{ writes: number; others: number }>(
         `SELECT count(*) FILTER (WHERE lease_write)::int AS writes, count(*) FILTER (WHERE NOT lease_write)::int AS others
            FROM (SELECT query LIKE '%renewed AS%' OR query LIKE '%saved AS%' AS lease_write FROM pg_stat_activity
-                  WHERE application_name = 'io-bridge' AND wait_event_type = 'Lock') AS w`,
+                  WHERE application_name LIKE 'io-bridge%' AND wait_event_type = 'Lock') AS w`,
       );
       return rows[0];
     });

@@ -6,7 +6,7 @@ const OWNER = 'plans-owner';
 const ENDED_RUNS = Number(process.env.PLANS_ROWS ?? 100_000);
 /** A run's rows, found by primary key: anything else makes a run's cost grow with the table. */
 const BY_KEY: Record<string, string[]> = {
-  runs: ['runs_pkey'],
+  runs: ['runs_pkey', 'runs_id_attempt_key'],
   run_events: ['run_events_pkey'],
   run_tool_calls: ['run_tool_calls_pkey'],
   threads: ['threads_pkey'],

@@ -56,3 +56,9 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const driver = err.driverError as { code?: string; constraint?: string };
   return driver?.code === '23505' && (constraint === undefined || driver.constraint === constraint);
 }
+
+/** Postgres broke a deadlock by failing this statement (it holds nothing any more: try it again). */
+export function isDeadlock(err: unknown): boolean {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } };
+  return e?.code === '40P01' || e?.driverError?.code === '40P01';
+}

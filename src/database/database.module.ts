@@ -4,13 +4,14 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { dataSourceOptions } from './data-source';
 import { runMigrations } from './migrate';
+import { LeaseConnection } from './lease-connection';
 import { PgNotifications } from './pg-notifications.service';
 
-/** TypeORM on the database the bootstrap resolved (`DATABASE_URL` or the embedded one), and LISTEN/NOTIFY. */
+/** TypeORM on the database the bootstrap resolved (`DATABASE_URL` or the embedded one), LISTEN/NOTIFY, and the leases' connection. */
 @Global()
 @Module({
-  providers: [PgNotifications],
-  exports: [PgNotifications],
+  providers: [PgNotifications, LeaseConnection],
+  exports: [PgNotifications, LeaseConnection],
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],

@@ -17,6 +17,10 @@ export type BuiltService = {
   stop: () => Promise<void>;
   /** SIGKILL: the replica dies with nothing written after. */
   kill: () => void;
+  /** SIGSTOP: the replica freezes as a long GC pause or a starved CPU would (its timers, sockets, everything). */
+  pause: () => void;
+  /** SIGCONT: a paused replica goes on where it was. */
+  resume: () => void;
   /** The process id (the bench reads the replica's CPU time from /proc). */
   pid: number;
 };
@@ -102,6 +106,8 @@ export async function startBuiltService(
     output: () => output,
     stop,
     kill: () => child.kill('SIGKILL'),
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
     pid: child.pid!,
   };
 }

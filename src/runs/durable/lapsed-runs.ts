@@ -6,6 +6,8 @@ import { APP_CONFIG } from '../../config/config.module';
 import { StoredMessage } from '../../threads/message-format';
 import { spentSoFar, TokenUsage } from '../../protocol/usage';
 import { ACTIVE, unindexed } from '../storage/run.entity';
+import { RunEventsRepository } from '../storage/run-events.repository';
+import { endOrphanedLog } from '../stream/orphaned-log';
 import { CHECKPOINT_COLUMNS, CHECKPOINT_RECORD, SavedCheckpoint } from '../storage/runs.repository';
 
 /** Runs were handed over (a replica drains): the others reap at once instead of at their interval. */
@@ -48,7 +50,13 @@ export type LapsedRun = {
   parked: string | null;
 };
 
+/** A lapsed run the reap ended INTERRUPTED: its log is ended at once, by the claim the end took. */
+type EndedRun = { id: string; threadId: string; attempt: number };
+
 export type Reaped = { ended: string[]; continued: LapsedRun[]; nextLapseMs?: number };
+
+/** How the reaper records a run it ends: what its log's RUN_ERROR says. */
+const LAPSED_END = { code: 'INTERRUPTED', message: 'The instance running it stopped' } as const;
 
 /**
  * Runs whose lease lapsed: claimed to be continued here, or ended INTERRUPTED when they cannot be;
@@ -61,6 +69,7 @@ export class LapsedRuns {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
+    private readonly events: RunEventsRepository,
   ) {
     this.maxAttempts = config.runMaxAttempts;
   }
@@ -80,7 +89,10 @@ export class LapsedRuns {
    * for this replica to continue (`continue`): its attempt counted, its lease taken. The others (out
    * of attempts, or older than stored inputs) end as `error` INTERRUPTED, which frees their threads:
    * what such a run had shown (its last checkpoint) is appended to its thread, the text cut short
-   * marked interrupted; a stateless run keeps nothing. Also says when the next lease lapses.
+   * marked interrupted; a stateless run keeps nothing. Ending a run takes it over too (its attempt
+   * counted), so the replica that lost it can write nothing more to it, and its log is ended here at
+   * once (what was open closed, then RUN_ERROR INTERRUPTED): its readers learn the end now. Also
+   * says when the next lease lapses.
    */
   async reapLapsed(reap: ReapLapsed): Promise<Reaped> {
     const rows: Array<{ kind: 'e' | 'c' | 'n'; body: unknown }> = await this.db.query(
@@ -93,11 +105,11 @@ export class LapsedRuns {
           WHERE runs.id = lapsed_run.lapsed_id
           RETURNING id, thread_id, resource_id, stateless, input, progress, usage, attempt, was_parked),
        lapsed AS (
-         UPDATE runs SET status = 'error', error_code = 'INTERRUPTED', input = NULL, progress = NULL,
-                error_message = 'The instance running it stopped', finished_at = now(), updated_at = now()
+         UPDATE runs SET status = 'error', error_code = $5, input = NULL, progress = NULL, attempt = attempt + 1,
+                error_message = $6, finished_at = now(), updated_at = now()
           WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
             AND (attempt - handovers >= $2 OR input IS NULL)
-          RETURNING id, thread_id, resource_id, checkpoint, stateless),
+          RETURNING id, thread_id, resource_id, checkpoint, stateless, attempt),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM lapsed) AND status <> 'done'),
        owned AS (
@@ -114,20 +126,42 @@ export class LapsedRuns {
          ON CONFLICT (thread_id, id) DO NOTHING RETURNING thread_id),
        touched AS (
          UPDATE threads SET updated_at = now() WHERE id IN (SELECT thread_id FROM appended))
-       SELECT 'e' AS kind, to_jsonb(id) AS body FROM lapsed
+       SELECT 'e' AS kind, jsonb_build_object('id', id, 'threadId', thread_id, 'attempt', attempt) AS body FROM lapsed
        UNION ALL SELECT 'c', jsonb_build_object('id', id, 'threadId', thread_id, 'resourceId', resource_id,
                 'stateless', stateless, 'input', input, 'progress', progress, 'usage', usage, 'attempt', attempt,
                 'parked', was_parked) FROM continued
        UNION ALL SELECT 'n', to_jsonb(ceil(extract(epoch FROM (min(lease_expires_at) - now())) * 1000))
          FROM runs WHERE ${ACTIVE} AND lease_expires_at >= now()`,
-      [reap.threadId ?? null, this.maxAttempts, reap.continue, reap.leaseMs],
+      [
+        reap.threadId ?? null,
+        this.maxAttempts,
+        reap.continue,
+        reap.leaseMs,
+        LAPSED_END.code,
+        LAPSED_END.message,
+      ],
     );
     const next = rows.find((r) => r.kind === 'n')?.body;
+    const ended = rows.filter((r) => r.kind === 'e').map((r) => r.body as EndedRun);
+    await this.endLogs(ended);
     return {
-      ended: rows.filter((r) => r.kind === 'e').map((r) => r.body as string),
+      ended: ended.map((r) => r.id),
       continued: rows.filter((r) => r.kind === 'c').map((r) => r.body as LapsedRun),
       ...(typeof next === 'number' ? { nextLapseMs: next } : {}),
     };
+  }
+
+  /**
+   * Ends the logs of runs this reap ended (their readers get the end at once). One that cannot be
+   * ended now is ended by its first follower that finds its end recorded (StoredStreams).
+   */
+  private async endLogs(ended: EndedRun[]): Promise<void> {
+    for (const run of ended) {
+      await endOrphanedLog(
+        { ...run, errorCode: LAPSED_END.code, errorMessage: LAPSED_END.message },
+        this.events,
+      ).catch(() => undefined);
+    }
   }
 
   /**

@@ -167,6 +167,8 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
         this.log.warn(`run ${run.id}: its log is complete though the run is active; not continued`);
         return;
       }
+      // A log cut before its first event (the claim's replica died at once) begins here.
+      log.lifecycle.start();
       log.lifecycle.closeOpen();
       if (run.parked && !(await this.wake(run, run.parked, carried, closing, log.last))) return;
       const resumed = await this.stillResumed(run, carried, log.results);
@@ -179,7 +181,7 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
         log.steps,
         resumed,
       );
-      this.streams.adopt(run.id, events$, log.last, closing);
+      this.streams.adopt(run.id, run.attempt, events$, log.last, closing);
       this.log.log(
         `run ${run.id}: continued here (attempt ${run.attempt}) after event ${log.last}, ${carried.length} message(s) of completed steps kept`,
       );
@@ -253,7 +255,7 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
     let seq = last;
     const frames = closing.map((event) => frame(++seq, event)).join('');
     await this.events.append(
-      [{ runId: run.id, first: last + 1, last: seq, frames, terminal: true }],
+      [{ runId: run.id, attempt: run.attempt, first: last + 1, last: seq, frames, terminal: true }],
       [run.id],
     );
     this.log.log(`run ${run.id}: parked past its tool's timeout; ended TOOL_RESULT_TIMEOUT`);

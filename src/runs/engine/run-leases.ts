@@ -52,9 +52,10 @@ type Held = {
  * Keeps the leases of this instance's runs fresh (runs whose lease lapsed are RunContinuations').
  * While runs stream, what they have shown is checkpointed (at most every CHECKPOINT_MS, one
  * statement for all of them), so a run whose instance is killed keeps it. A run whose row another
- * instance ended is told so by the first renewal or checkpoint after it; a run whose lease cannot be
- * renewed (the database is down or frozen) is told to stop before the lease lapses, so no other
- * instance can take its thread while it still streams.
+ * instance ended or took over is told so by the first renewal or checkpoint after it; a run whose
+ * lease the database does not renew (it is down or frozen) is told to stop before the lease lapses.
+ * Renewals go through a connection of their own (LeaseConnection); whatever their timing, a run
+ * another replica took over can write nothing more (docs/durable-runs.md, "One writer per run").
  */
 @Injectable()
 export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
@@ -69,6 +70,10 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   /** A renewal or a checkpoint waiting for its turn: the next tick does not queue another of its kind. */
   private renewalWaiting = false;
   private checkpointWaiting = false;
+  /** When the renewal waiting or in flight was asked for (a tick), until it is answered. */
+  private renewalAskedAt: number | undefined;
+  /** The last renewal failed (the database refused or could not be reached). */
+  private renewalFailing = false;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -104,19 +109,31 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async renew(): Promise<void> {
-    const sent = Date.now();
-    // Renewals come every third of a lease: one older than half has missed one and may lapse before the next.
+    this.warnUnrenewable(Date.now());
+    if (this.renewalWaiting || !this.held.size) return;
+    this.renewalWaiting = true;
+    this.renewalAskedAt ??= Date.now();
+    await this.inTurn(() => {
+      this.renewalWaiting = false;
+      return this.renewHeld(Date.now());
+    });
+  }
+
+  /**
+   * Tells the runs whose lease may lapse because the database does not renew it: a renewal asked for
+   * more than half a lease ago has not been answered (the database is down or frozen), or renewals
+   * fail and the run's last one is older than that. A renewal merely sent late (a busy event loop)
+   * stops nothing: should the lease lapse meanwhile and another replica take the run, every write of
+   * this one is refused (the attempt fences them) and its readers follow the other.
+   */
+  private warnUnrenewable(now: number): void {
+    const half = this.leaseMs / 2;
+    const stuck = this.renewalAskedAt !== undefined && now - this.renewalAskedAt > half;
     for (const held of this.held.values()) {
-      if (sent - held.since <= this.leaseMs / 2 || held.unrenewable) continue;
+      if (held.unrenewable || !(stuck || (this.renewalFailing && now - held.since > half))) continue;
       held.unrenewable = true;
       held.holder.leaseUnrenewable();
     }
-    if (this.renewalWaiting || !this.held.size) return;
-    this.renewalWaiting = true;
-    await this.inTurn(() => {
-      this.renewalWaiting = false;
-      return this.renewHeld(sent);
-    });
   }
 
   private async renewHeld(sent: number): Promise<void> {
@@ -130,10 +147,14 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
         })),
         this.leaseMs,
       );
+      this.renewalFailing = false;
       this.renewed(active, sent);
       this.notifyLost(ids, active);
     } catch (err) {
+      this.renewalFailing = true;
       this.log.warn(`lease renewal failed: ${(err as Error).message}`);
+    } finally {
+      this.renewalAskedAt = undefined;
     }
   }
 

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { isDeadlock } from '../../database/database-errors';
 import { queryPrepared } from '../../database/prepared';
+import { ACTIVE } from './run.entity';
 
 /**
  * SSE frames of one run with consecutive sequence numbers `first`…`last`, exactly as written to its
@@ -9,8 +11,19 @@ import { queryPrepared } from '../../database/prepared';
  */
 export type Chunk = { first: number; last: number; frames: string; terminal: boolean };
 
-/** Chunks of several runs to store in one statement. */
-export type StoredChunk = Chunk & { runId: string };
+/**
+ * Chunks of several runs to store in one statement, each written by the claim of its run that
+ * `attempt` names: a chunk of a claim the run no longer has is refused (docs/durable-runs.md, "One
+ * writer per run").
+ */
+export type StoredChunk = Chunk & { runId: string; attempt: number };
+
+/**
+ * Why an append stored nothing of a run's chunk: `superseded`, another claim holds the run now (its
+ * writer must stop, whatever it holds unstored was never sent); `early`, a terminal chunk of a run
+ * whose row is still active (its end is not recorded yet: the log completes only with its row).
+ */
+export type Refused = { runId: string; reason: 'superseded' | 'early' };
 
 /**
  * The channel on which a write announces the chunk it stored, for the runs someone follows:
@@ -66,41 +79,67 @@ export class RunEventsRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   /**
-   * Stores chunks and,
-   * for the runs in `announce`, NOTIFYs their new last sequence number when the write commits. A
-   * chunk starting where a stored one starts replaces it only when it extends it (a write retried
+   * Stores chunks and, for the runs in `announce`, NOTIFYs their new last sequence number when the
+   * write commits; returns the runs whose chunk it refused. Each chunk is fenced by its run's row:
+   * it is stored only while the row holds the writer's attempt (a key-share lock on the row, so a
+   * claim taking the run over waits for this write, and no write of the earlier claim commits after
+   * it), and a terminal chunk only once the row records the run's end.
+   *
+   * A chunk starting where a stored one starts replaces it only when it extends it (a write retried
    * after a timeout that did commit carries the same frames and more): frames once stored may have
-   * been sent, and are never replaced by others (another instance ending the log meanwhile). The commit does
-   * not wait for the WAL to reach disk (`synchronous_commit` off for this transaction only): a
-   * follower on another replica waits on this write, and a database crash loses at most the last
-   * moments of a replay log, never a run's recorded end or messages (those commits stay synchronous).
+   * been sent, and are never replaced by others. The commit does not wait for the WAL to reach disk
+   * (`synchronous_commit` off for this transaction only): a follower on another replica waits on
+   * this write, and a database crash loses at most the last moments of a replay log, never a run's
+   * recorded end or messages (those commits stay synchronous).
    */
-  async append(chunks: StoredChunk[], announce: string[]): Promise<void> {
-    if (!chunks.length) return;
-    await queryPrepared(
-      this.db,
-      'io-bridge.append-run-events',
-      `WITH stored AS (
-         INSERT INTO run_events (run_id, first_seq, last_seq, frames, terminal)
-         SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::boolean[])
-         ON CONFLICT (run_id, first_seq) DO UPDATE
-           SET last_seq = EXCLUDED.last_seq, frames = EXCLUDED.frames, terminal = EXCLUDED.terminal
-          WHERE EXCLUDED.last_seq > run_events.last_seq AND starts_with(EXCLUDED.frames, run_events.frames)
-         RETURNING run_id, first_seq, last_seq, terminal, frames)
-       SELECT pg_notify('${RUN_EVENTS_CHANNEL}',
-                first_seq || ' ' || last_seq || ' ' || (CASE WHEN terminal THEN 't' ELSE 'f' END) || ' ' || run_id
-                || (CASE WHEN octet_length(frames) <= ${NOTIFY_FRAMES_BYTES} THEN E'\n' || frames ELSE '' END))
-         FROM stored CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
-        WHERE run_id = ANY($6::text[])`,
-      [
-        chunks.map((c) => c.runId),
-        chunks.map((c) => c.first),
-        chunks.map((c) => c.last),
-        chunks.map((c) => c.frames),
-        chunks.map((c) => c.terminal),
-        announce,
-      ],
-    );
+  async append(chunks: StoredChunk[], announce: string[]): Promise<Refused[]> {
+    if (!chunks.length) return [];
+    const params = [
+      chunks.map((c) => c.runId),
+      chunks.map((c) => c.first),
+      chunks.map((c) => c.last),
+      chunks.map((c) => c.frames),
+      chunks.map((c) => c.terminal),
+      announce,
+      chunks.map((c) => c.attempt),
+    ];
+    const write = () =>
+      queryPrepared<{ kind: 'n' | 's' | 'e'; run_id: string | null }>(
+        this.db,
+        'io-bridge.append-run-events',
+        `WITH chunk AS (
+           SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::boolean[], $7::int[])
+             AS c(run_id, first_seq, last_seq, frames, terminal, attempt)),
+         fence AS (
+           SELECT r.id, r.${ACTIVE} AS active FROM runs r JOIN chunk c ON r.id = c.run_id AND r.attempt = c.attempt
+            ORDER BY r.id FOR KEY SHARE OF r),
+         stored AS (
+           INSERT INTO run_events (run_id, first_seq, last_seq, frames, terminal)
+           SELECT c.run_id, c.first_seq, c.last_seq, c.frames, c.terminal FROM chunk c JOIN fence f ON f.id = c.run_id
+            WHERE NOT (c.terminal AND f.active)
+           ON CONFLICT (run_id, first_seq) DO UPDATE
+             SET last_seq = EXCLUDED.last_seq, frames = EXCLUDED.frames, terminal = EXCLUDED.terminal
+            WHERE EXCLUDED.last_seq > run_events.last_seq AND starts_with(EXCLUDED.frames, run_events.frames)
+           RETURNING run_id, first_seq, last_seq, terminal, frames),
+         notified AS (
+           SELECT pg_notify('${RUN_EVENTS_CHANNEL}',
+                    first_seq || ' ' || last_seq || ' ' || (CASE WHEN terminal THEN 't' ELSE 'f' END) || ' ' || run_id
+                    || (CASE WHEN octet_length(frames) <= ${NOTIFY_FRAMES_BYTES} THEN E'\n' || frames ELSE '' END))
+             FROM stored CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
+            WHERE run_id = ANY($6::text[]))
+         SELECT 'n' AS kind, NULL AS run_id FROM (SELECT count(*) FROM notified) AS sent
+         UNION ALL SELECT 's', c.run_id FROM chunk c WHERE NOT EXISTS (SELECT 1 FROM fence f WHERE f.id = c.run_id)
+         UNION ALL SELECT 'e', c.run_id FROM chunk c JOIN fence f ON f.id = c.run_id WHERE c.terminal AND f.active`,
+        params,
+      );
+    // Two writes locking the same runs in another order (a claim, a reap) may deadlock: once more.
+    const rows = await write().catch((err: Error) => {
+      if (isDeadlock(err)) return write();
+      throw err;
+    });
+    return rows
+      .filter((r) => r.kind !== 'n')
+      .map((r) => ({ runId: r.run_id!, reason: r.kind === 's' ? 'superseded' : 'early' }));
   }
 
   /**

@@ -53,6 +53,13 @@ export class Run {
   @Column({ name: 'error_message', type: 'text', nullable: true })
   errorMessage: string | null;
 
+  /**
+   * Which claim of the run holds it (1, then one more each time another replica takes it over, or the
+   * reaper ends it): only that claim writes the run and its event log.
+   */
+  @Column({ type: 'int', default: 1 })
+  attempt: number;
+
   /** The tokens its model calls reported, one entry per provider and model; null when none. */
   @Column({ type: 'jsonb', nullable: true })
   usage: TokenUsage[] | null;

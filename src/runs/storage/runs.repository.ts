@@ -4,6 +4,7 @@ import { Repository } from 'typeorm';
 import { ANY_OWNER, OwnerScope } from '../../auth/principal';
 import { DomainError } from '../../common/errors';
 import { isUniqueViolation } from '../../database/database-errors';
+import { LeaseConnection } from '../../database/lease-connection';
 import { StoredMessage } from '../../threads/message-format';
 import type { TokenUsage } from '../../protocol/usage';
 import { ACTIVE, Run, RunStatus, unindexed } from './run.entity';
@@ -50,7 +51,11 @@ export type HeldRun = {
  */
 @Injectable()
 export class RunsRepository {
-  constructor(@InjectRepository(Run) private readonly runs: Repository<Run>) {}
+  constructor(
+    @InjectRepository(Run) private readonly runs: Repository<Run>,
+    /** Renewals and checkpoints go through a connection of their own: they never queue behind the pool. */
+    private readonly leases: LeaseConnection,
+  ) {}
 
   /** Maps the unique violations of a run insert to their codes; any other error as it is. */
   conflict(err: unknown, runId: string, threadId: string): unknown {
@@ -98,7 +103,7 @@ export class RunsRepository {
    */
   async renewLeases(held: HeldRun[], leaseMs: number): Promise<string[]> {
     if (!held.length) return [];
-    const rows: Array<{ id: string }> = await this.runs.query(
+    const rows = await this.leases.query<{ id: string }>(
       `WITH renewed AS (
          UPDATE runs SET lease_expires_at = now() + $3 * interval '1 millisecond'
            FROM unnest($1::text[], $2::text[], $4::int[]) AS held(id, resource_id, attempt)
@@ -112,12 +117,27 @@ export class RunsRepository {
   }
 
   /**
+   * The claim `attempt` of the run was taken over while its replica was alive (a pause, a starved
+   * event loop: its lease lapsed, its writes were refused after): that claim is no lost replica, so
+   * it does not count against RUN_MAX_ATTEMPTS, as a hand-over does not. Only the claim right after
+   * it is given back; by id alone, as the log that learned it knows no owner (the run's id is
+   * unique across owners, and only the attempt count changes).
+   */
+  async giveBackAttempt(runId: string, attempt: number): Promise<void> {
+    await this.runs.query(
+      `UPDATE runs SET handovers = handovers + 1
+        WHERE id = $1 AND ${unindexed(`attempt = $2 + 1 AND ${ACTIVE}`)}`,
+      [runId, attempt],
+    );
+  }
+
+  /**
    * Records what each run has shown so far (its messages) and, when a step completed since, the
    * messages up to it and its usage (its progress: another replica continues from there), renewing its lease in the same write;
    * returns the runs still active, as `renewLeases` does.
    */
   async saveCheckpoints(checkpoints: Array<HeldRun & SavedCheckpoint>, leaseMs: number): Promise<string[]> {
-    const rows: Array<{ id: string }> = await this.runs.query(
+    const rows = await this.leases.query<{ id: string }>(
       `WITH saved AS (
          UPDATE runs SET ${CHECKPOINT_COLUMNS}, lease_expires_at = now() + $2 * interval '1 millisecond'
            FROM jsonb_to_recordset($1::jsonb) AS ${CHECKPOINT_RECORD}

@@ -9,7 +9,10 @@ import { frame } from './run-log';
  * another recorded it INTERRUPTED) as the run was recorded: what was open is closed, then RUN_ERROR.
  * Stored first-come, so every reader gets the same frames.
  */
-export async function endOrphanedLog(run: Run, events: RunEventsRepository): Promise<void> {
+export async function endOrphanedLog(
+  run: Pick<Run, 'id' | 'threadId' | 'attempt' | 'errorCode' | 'errorMessage'>,
+  events: RunEventsRepository,
+): Promise<void> {
   const tail: AguiEvent[] = [];
   const log = await readStoredLog(run, events, (event) => tail.push(event));
   if (log.terminal) return;
@@ -18,5 +21,8 @@ export async function endOrphanedLog(run: Run, events: RunEventsRepository): Pro
   let seq = log.last;
   const first = seq + 1;
   const frames = tail.map((event) => frame(++seq, event)).join('');
-  await events.append([{ runId: run.id, first, last: seq, frames, terminal: true }], [run.id]);
+  await events.append(
+    [{ runId: run.id, attempt: run.attempt, first, last: seq, frames, terminal: true }],
+    [run.id],
+  );
 }

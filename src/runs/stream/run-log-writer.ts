@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { RunEventsRepository, StoredChunk } from '../storage/run-events.repository';
+import type { Refused, RunEventsRepository, StoredChunk } from '../storage/run-events.repository';
 import type { RunLog } from './run-log';
 
 /** Writes of run events in flight at once (each takes what the runs produced meanwhile: a group commit). */
@@ -27,6 +27,8 @@ export class RunLogWriter {
     private readonly followed: (runId: string) => boolean,
     private readonly retentionMs: number,
     private readonly log: Logger,
+    /** Another claim of the log's run refused its write: it must stop here (its readers follow storage). */
+    private readonly superseded: (log: RunLog) => void,
   ) {}
 
   /** A chunk was framed (or the log completed): it is stored with the next write. */
@@ -79,6 +81,7 @@ export class RunLogWriter {
       const chunks = log.unstored;
       const joined: StoredChunk = {
         runId: log.runId,
+        attempt: log.attempt,
         first: chunks[0].first,
         last: chunks[chunks.length - 1].last,
         frames: chunks.length === 1 ? chunks[0].frames : chunks.map((c) => c.frames).join(''),
@@ -93,11 +96,13 @@ export class RunLogWriter {
       .map(([log]) => log.runId);
     this.writes++;
     let ok = false;
+    let refused = new Map<string, Refused['reason']>();
     try {
-      await this.events.append(
+      const answer = await this.events.append(
         batch.map(([, chunk]) => chunk),
         announce,
       );
+      refused = new Map(answer.map((r) => [r.runId, r.reason]));
       ok = true;
     } catch (err) {
       this.log.warn(`storing the events of ${batch.length} run(s) failed: ${(err as Error).message}`);
@@ -106,11 +111,19 @@ export class RunLogWriter {
     }
     for (const [log, chunk] of batch) {
       log.writing = false;
-      if (ok) log.stored(chunk.last);
+      const reason = refused.get(log.runId);
+      if (reason === 'superseded') {
+        this.forget(log);
+        this.superseded(log);
+        continue;
+      }
+      // A terminal chunk refused as early (its end not recorded yet) is tried again as a failed write.
+      const stored = ok && !reason;
+      if (stored) log.stored(chunk.last);
       else log.storeFailed();
       if (log.complete && !log.unstored.length) {
         this.forget(log);
-      } else if (ok && log.unstored.length) {
+      } else if (stored && log.unstored.length) {
         this.due.add(log);
       }
     }

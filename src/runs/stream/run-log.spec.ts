@@ -41,6 +41,7 @@ function openLog(graceMs = 0) {
     graceMs,
     abandon: () => abandoned.push(Date.now()),
     produced: (l) => produced.push(l.seq),
+    attempt: 1,
   });
   return { log, events$, abandoned, produced };
 }

@@ -42,6 +42,8 @@ export type RunLogOptions = {
   produced: (log: RunLog) => void;
   /** A continued run's log: it goes on after this id, the last an earlier replica stored. */
   after?: number;
+  /** The claim of the run that writes this log (1, or a continuation's attempt): its writes are fenced by it. */
+  attempt: number;
 };
 
 /** What the client reads as the run's first content (a terminal event ends the run anyway). */
@@ -175,6 +177,31 @@ export class RunLog {
   storeFailed(): void {
     this.failing = true;
     if (this.complete) this.endSinks(withoutIds(this.unstored.map((c) => c.frames).join('')));
+  }
+
+  /** The claim of the run this log's writes belong to. */
+  get attempt(): number {
+    return this.options.attempt;
+  }
+
+  /**
+   * Another replica holds the run now (a write of this log was refused: its lease lapsed while this
+   * instance was alive). Nothing unstored was sent, so it is dropped; the run stops here without an
+   * end, and the log is complete here. Its readers are the caller's to move (they follow storage,
+   * where the other replica goes on).
+   */
+  supersede(): FrameSink[] {
+    this.handedOver = true;
+    this.complete = true;
+    this.unstored = [];
+    this.pending = [];
+    clearTimeout(this.grace);
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    const sinks = [...this.sinks];
+    this.sinks.clear();
+    subscription?.unsubscribe();
+    return sinks;
   }
 
   /**

@@ -68,6 +68,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
       (runId) => this.watches.has(runId) || this.logs.get(runId)?.continued === true,
       config.runEvents.retentionMs,
       this.log,
+      (log) => this.superseded(log),
     );
     this.stored = new StoredStreams(config, events, runs, metrics, this.watches, this.logs, this.log);
   }
@@ -103,8 +104,20 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
    * Takes on a run another replica left (continued here): its log goes on after `after` with
    * `first` (what was left open, closed), then the run's events. Nobody reads it yet; readers rejoin.
    */
-  adopt(runId: string, events$: Subscribable<AguiEvent>, after: number, first: AguiEvent[]): void {
-    const log = new RunLog(runId, { graceMs: 0, abandon: () => undefined, produced: this.onProduced, after });
+  adopt(
+    runId: string,
+    attempt: number,
+    events$: Subscribable<AguiEvent>,
+    after: number,
+    first: AguiEvent[],
+  ): void {
+    const log = new RunLog(runId, {
+      graceMs: 0,
+      abandon: () => undefined,
+      produced: this.onProduced,
+      after,
+      attempt,
+    });
     log.continued = true;
     this.logs.set(runId, log);
     log.start(events$, first);
@@ -118,6 +131,21 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     const log = this.logs.get(runId);
     if (!log || log.complete) return;
     for (const sink of log.handOver()) this.relay(runId, sink as SseWriter);
+  }
+
+  /**
+   * Another replica took the run over while this one was alive (its lease lapsed: a pause, a starved
+   * event loop): the run stops here without an end and writes nothing more; its readers here follow
+   * the log from where they are, as the other replica goes on with it.
+   */
+  private superseded(log: RunLog): void {
+    this.log.warn(`run ${log.runId}: another replica took it over; stopped here, its readers follow its log`);
+    for (const sink of log.supersede()) this.relay(log.runId, sink as SseWriter);
+    void this.runs
+      .giveBackAttempt(log.runId, log.attempt)
+      .catch((err: Error) =>
+        this.log.warn(`run ${log.runId}: giving its attempt back failed: ${err.message}`),
+      );
   }
 
   /** Stores what the logs framed (before their runs are handed over). */
@@ -153,7 +181,8 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     stop: () => void,
     writer: SseWriter,
   ): void {
-    const log = new RunLog(runId, { graceMs, abandon: stop, produced: this.onProduced });
+    // A run starts as its first claim; a later claim elsewhere continues it in a log of its own.
+    const log = new RunLog(runId, { graceMs, abandon: stop, produced: this.onProduced, attempt: 1 });
     this.logs.set(runId, log);
     this.watches.opened(runId, log);
     this.serveLocal(log, writer, log.addReader());
