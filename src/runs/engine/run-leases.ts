@@ -74,6 +74,8 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   private renewalAskedAt: number | undefined;
   /** The last renewal failed (the database refused or could not be reached). */
   private renewalFailing = false;
+  /** When the renewal timer last fired: a long gap since means this process did not run. */
+  private lastTick: number | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -84,13 +86,17 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     return this.config.runLeaseMs;
   }
 
+  private get renewEveryMs(): number {
+    return Math.max(100, Math.floor(this.leaseMs / 3));
+  }
+
   onApplicationBootstrap(): void {
     const every = (ms: number, fn: () => Promise<void>) => {
       const timer = setInterval(() => void fn(), ms);
       timer.unref();
       this.timers.push(timer);
     };
-    every(Math.max(100, Math.floor(this.leaseMs / 3)), () => this.renew());
+    every(this.renewEveryMs, () => this.renew());
     every(Math.min(CHECKPOINT_MS, Math.max(100, Math.floor(this.leaseMs / 3))), () => this.checkpoint());
   }
 
@@ -109,7 +115,13 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async renew(): Promise<void> {
-    this.warnUnrenewable(Date.now());
+    const now = Date.now();
+    // Time this process did not run (a pause, a starved CPU) is not the database's: it gets a fresh
+    // half lease to answer, and the fence keeps a lease that lapsed meanwhile safe.
+    const ran = this.lastTick === undefined || now - this.lastTick <= 2 * this.renewEveryMs;
+    this.lastTick = now;
+    if (ran) this.warnUnrenewable(now);
+    else if (this.renewalAskedAt !== undefined) this.renewalAskedAt = now;
     if (this.renewalWaiting || !this.held.size) return;
     this.renewalWaiting = true;
     this.renewalAskedAt ??= Date.now();
