@@ -290,10 +290,13 @@ export type ChaosReport = {
     ms: number;
     /** `<post|rejoin>@<replica>:<status>:<how it ended>:<frames>` each. */
     connections: string;
+    /** For a run that did not end RUN_FINISHED, or ended so in a malformed stream: its last events (`*`: without `id:`). */
+    tail?: string[];
   }>;
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const logDirOf = (report: string) => resolve(`${report.replace(/\.json$/, '')}-logs`);
 const EXAMPLES = 8;
 const push = (list: Example[], e: Example) => {
   if (list.length < EXAMPLES) list.push(e);
@@ -309,6 +312,22 @@ function lastText(frames: Frame[]): { messageId?: string; text: string } {
     .join('');
   return { messageId, text };
 }
+
+/** The last events, one line each: `<id>[*] <type> [code] [message id…] [delta]` (`*`: sent without `id:`). */
+const tail = (frames: Frame[]) =>
+  frames
+    .slice(-16)
+    .map(({ id, event, unlogged }) =>
+      [
+        `${id}${unlogged ? '*' : ''}`,
+        event.type,
+        event.code,
+        typeof event.messageId === 'string' ? event.messageId.slice(0, 8) : undefined,
+        typeof event.delta === 'string' ? JSON.stringify(event.delta) : undefined,
+      ]
+        .filter((x) => x !== undefined)
+        .join(' '),
+    );
 
 /** Words `w1`…`w<count>` not found, in order, in `text`. */
 function lostWords(text: string, count: number): number {
@@ -375,7 +394,7 @@ export async function runChaos(
   const server = new URL(o.pgUrl);
   const url = new URL(o.pgUrl);
   url.pathname = `/${database}`;
-  const logDir = resolve(o.report.replace(/\.json$/, '') + '-logs');
+  const logDir = logDirOf(o.report);
   mkdirSync(logDir, { recursive: true });
   const problems: string[] = [];
 
@@ -559,6 +578,8 @@ export async function runChaos(
     );
     report.totalMs = totalMs;
     report.faultsMs = faultsMs;
+    mkdirSync(dirname(resolve(o.report)), { recursive: true });
+    writeFileSync(o.report, `${JSON.stringify(report, null, 2)}\n`);
     return report;
   } finally {
     for (const slot of slots) {
@@ -644,7 +665,7 @@ async function check(
       .map((x) => `${x.kind}@${x.replica}:${x.status ?? '-'}:${x.end}:${x.frames}`)
       .join(' ');
     const went = () => `connections ${connections.slice(-400)}`;
-    report.traces.push({
+    const trace: ChaosReport['traces'][number] = {
       n: t.n,
       runId: t.runId,
       end: t.end,
@@ -653,7 +674,8 @@ async function check(
       ...(records.has(t.runId) ? { attempt: records.get(t.runId)!.attempt } : {}),
       ms: t.endedAt - t.startedAt,
       connections,
-    });
+    };
+    report.traces.push(trace);
     if (t.end === '204') report.runs.noTerminal204++;
     if (t.end === 'timeout') report.runs.neverTerminal++;
     if (t.end === 'refused') report.runs.refused++;
@@ -691,6 +713,7 @@ async function check(
         if (!String(err).includes('does not end with a terminal event')) malformed = String(err);
       }
     }
+    if (malformed || terminal?.type !== 'RUN_FINISHED') trace.tail = tail(t.frames);
     if (malformed) {
       report.malformed.count++;
       const ids = t.frames.map((f) => f.id);
@@ -813,6 +836,7 @@ const count = (r: Record<string, number>) =>
 export function formatChaos(r: ChaosReport): string {
   const o = r.options;
   const lines = [
+    `report: ${o.report}; the replicas' logs: ${logDirOf(o.report)}`,
     `Chaos: ${o.replicas} replicas, lease ${o.leaseMs} ms, ${o.maxAttempts} attempts; ${o.concurrency} runs in flight${o.totalRuns ? `, ${o.totalRuns} in all` : ''}; '/slow ${o.wordMs}' answers of ${o.words} words`,
     `faults (${(r.faultsMs / 1000).toFixed(1)} s): ${r.faults.map((f) => `${f.kind} ${f.replica} at ${(f.atMs / 1000).toFixed(1)} s (${f.runsHeld} runs held)`).join('; ')}`,
     `runs started ${r.runs.started}; RUN_FINISHED ${r.runs.finished}; RUN_ERROR ${count(r.runs.runError)}; 204 without terminal ${r.runs.noTerminal204}; never reached terminal ${r.runs.neverTerminal}; refused ${r.runs.refused}`,
@@ -859,11 +883,7 @@ export function clean(r: ChaosReport): boolean {
 async function main(): Promise<void> {
   const options = parseOptions(process.env, process.argv.slice(2));
   const report = await runChaos(options);
-  mkdirSync(dirname(resolve(options.report)), { recursive: true });
-  writeFileSync(options.report, `${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(
-    `${formatChaos(report)}\nclean: ${clean(report) ? 'yes' : 'no'}; report: ${options.report}\n`,
-  );
+  process.stdout.write(`${formatChaos(report)}\nclean: ${clean(report) ? 'yes' : 'no'}\n`);
 }
 
 if (require.main === module)
