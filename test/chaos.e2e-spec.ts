@@ -2,11 +2,13 @@ import { defaultOptions, formatChaos, runChaos, type ChaosReport } from '../benc
 
 /**
  * Issue 33: the chaos harness (bench/chaos.ts, `npm run chaos`) small enough for CI. Two built replicas
- * on a fresh database, ten runs, faults in series: kill -9 each replica in turn, a SIGSTOP longer than
- * the lease, a last kill. Every run must finish, its stream whole and well-formed across its rejoins,
- * its answer stored once under the id it streamed, and the paused replica must write nothing to the
- * runs it lost.
+ * on a fresh database, ten runs, faults in series on the replicas in turn: a kill -9; a SIGSTOP longer
+ * than the lease of the replica that holds every run then (those posted to it, with their clients'
+ * streams on it, and those it continued); a kill of the replica that took them over; a last kill.
+ * Every run must finish, its stream whole and well-formed across its rejoins, its answer stored once
+ * under the id it streamed, and the paused replica must write nothing to the runs it lost.
  */
+const FAULTS = ['kill', 'pause', 'kill', 'kill'] as const;
 describe('chaos: 2 replicas, 10 runs, 3 kills and a pause', () => {
   let report: ChaosReport;
 
@@ -17,7 +19,7 @@ describe('chaos: 2 replicas, 10 runs, 3 kills and a pause', () => {
         replicas: 2,
         concurrency: 10,
         totalRuns: 10,
-        faults: ['kill', 'kill', 'pause', 'kill'],
+        faults: [...FAULTS],
         faultEveryS: 4,
         // 40 words, one every 300 ms: about 13 s an attempt, so the runs are live through the faults.
         wordMs: 300,
@@ -32,7 +34,7 @@ describe('chaos: 2 replicas, 10 runs, 3 kills and a pause', () => {
   }, 150_000);
 
   it('the faults hit live runs', () => {
-    expect(report.faults.map((f) => f.kind)).toEqual(['kill', 'kill', 'pause', 'kill']);
+    expect(report.faults.map((f) => f.kind)).toEqual(FAULTS);
     expect(report.faults.every((f) => f.runsHeld > 0)).toBe(true);
     expect(report.runs.continued).toBeGreaterThan(0);
   });
