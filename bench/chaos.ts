@@ -797,9 +797,13 @@ async function check(
   const allClaims = await claims(db);
   for (const p of pauses) {
     const from = t0 + p.stoppedAtMs;
+    // Up to the next fault: a later kill of the same replica loses runs too, not to the pause.
+    const until = t0 + (faults.find((f) => f.atMs > p.continuedAtMs)?.atMs ?? Infinity);
     // Runs claimed from it during or after its pause; any write by it to one of them after that claim.
     const lost = new Map(
-      allClaims.filter((c) => c.previous === p.replica && c.at >= from).map((c) => [c.runId, c.at]),
+      allClaims
+        .filter((c) => c.previous === p.replica && c.at >= from && c.at < until)
+        .map((c) => [c.runId, c.at]),
     );
     p.runsLost = lost.size;
     const stale = writes.filter(
