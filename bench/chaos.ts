@@ -14,8 +14,8 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { runMigrations } from '../src/database/migrate';
 import { startBuiltService, type BuiltService } from '../test/support/built-service';
-import { verified } from '../test/support/durable';
-import type { Frame } from '../test/support/sse';
+import { rawLog, verified } from '../test/support/durable';
+import { parseFrames, type Frame } from '../test/support/sse';
 import { assertStreamRules } from '../test/support/stream-rules';
 import {
   addCounts,
@@ -233,6 +233,11 @@ export type ChaosReport = {
     examples: Example[];
   };
   malformed: { count: number; examples: Example[] };
+  /**
+   * Runs whose client was sent, under an id, another event than the run's log holds under it (read
+   * whole from a replica once all settled): a frame sent that was never stored, or overwritten.
+   */
+  divergent: { count: number; examples: Example[] };
   answers: {
     /** Words w1…wN missing from the last text message of finished runs, summed. */
     lostWords: number;
@@ -366,6 +371,24 @@ async function storedThread(
     await sleep(500);
   }
   return `thread ${threadId}: ${last}`;
+}
+
+/** The run's whole log as a replica serves it (a rejoin from the start), parsed. */
+async function storedLog(pick: () => Target | undefined, runId: string): Promise<Frame[] | string> {
+  let last = 'no replica up';
+  for (let i = 0; i < 10; i++) {
+    const target = pick();
+    if (target) {
+      try {
+        const raw = await rawLog(target.base, runId);
+        return parseFrames(raw).frames;
+      } catch (err) {
+        last = String(err);
+      }
+    }
+    await sleep(500);
+  }
+  return last;
 }
 
 /** Runs `fn` over `items`, `width` at a time. */
@@ -629,6 +652,7 @@ async function check(
       examples: [],
     },
     malformed: { count: 0, examples: [] },
+    divergent: { count: 0, examples: [] },
     answers: { lostWords: 0, runsWithLostWords: 0, notExact: 0, examples: [] },
     stored: { twice: 0, underAnotherId: 0, missing: 0, examples: [] },
     clients: { connections: 0, rejoins: 0, reposts: 0, moved: 0, cut: 0, retried: {}, framingErrors: 0 },
@@ -646,6 +670,7 @@ async function check(
   );
   const records = new Map(rows.map((r) => [r.id, r]));
   const stored = await pool(traces, 8, (t) => storedThread(pick, t.threadId));
+  const logs = await pool(traces, 8, (t) => storedLog(pick, t.runId));
 
   for (const [i, t] of traces.entries()) {
     const ex = (problem: string) => ({ n: t.n, runId: t.runId, problem });
@@ -723,6 +748,23 @@ async function check(
           `${malformed.slice(0, 400)}; ids ${ids.slice(0, 3).join(',')}…${ids.slice(-5).join(',')}; ${went()}`,
         ),
       );
+    }
+
+    // The log: what the client was sent under each id is what the run's log holds under it.
+    const log = logs[i];
+    if (typeof log === 'string') problems.push(`run ${t.n}: its log could not be read: ${log}`);
+    else {
+      const byId = new Map(log.map((f) => [f.id, JSON.stringify(f.event)]));
+      const differs = t.frames.find((f) => !f.unlogged && byId.get(f.id) !== JSON.stringify(f.event));
+      if (differs) {
+        report.divergent.count++;
+        push(
+          report.divergent.examples,
+          ex(
+            `sent as ${differs.id}: ${JSON.stringify(differs.event).slice(0, 160)}; the log has ${byId.get(differs.id)?.slice(0, 160) ?? 'nothing'} (log ${log.length} events, ends ${String(log.at(-1)?.event.type)})`,
+          ),
+        );
+      }
     }
 
     // The record: what `runs` says against what the stream ended with.
@@ -845,7 +887,7 @@ export function formatChaos(r: ChaosReport): string {
     `faults (${(r.faultsMs / 1000).toFixed(1)} s): ${r.faults.map((f) => `${f.kind} ${f.replica} at ${(f.atMs / 1000).toFixed(1)} s (${f.runsHeld} runs held)`).join('; ')}`,
     `runs started ${r.runs.started}; RUN_FINISHED ${r.runs.finished}; RUN_ERROR ${count(r.runs.runError)}; 204 without terminal ${r.runs.noTerminal204}; never reached terminal ${r.runs.neverTerminal}; refused ${r.runs.refused}`,
     `continued ${r.runs.continued} (max attempt ${r.runs.maxAttempt}); record disagrees with stream ${r.runs.recordDisagrees}`,
-    `malformed streams ${r.malformed.count}; lost words ${r.answers.lostWords} (in ${r.answers.runsWithLostWords} runs; ${r.answers.notExact} answers not exact)`,
+    `malformed streams ${r.malformed.count}; streams that differ from the run's log ${r.divergent.count}; lost words ${r.answers.lostWords} (in ${r.answers.runsWithLostWords} runs; ${r.answers.notExact} answers not exact)`,
     `stored twice ${r.stored.twice}; stored under another id ${r.stored.underAnotherId}; answer not stored ${r.stored.missing}`,
     `clients: ${r.clients.connections} connections, ${r.clients.rejoins} rejoins, ${r.clients.cut} cut, ${r.clients.reposts} reposts, ${r.clients.moved} RUN_MOVED; retried ${count(r.clients.retried)}; framing errors ${r.clients.framingErrors}`,
     ...r.pauses.map(
@@ -859,9 +901,13 @@ export function formatChaos(r: ChaosReport): string {
       .sort((a, b) => b[1] - a[1])
       .slice(0, 12)
       .map(([m, n]) => `  ${n}× ${m}`),
-    ...[...r.runs.examples, ...r.malformed.examples, ...r.answers.examples, ...r.stored.examples].map(
-      (e) => `  run ${e.n}: ${e.problem}`,
-    ),
+    ...[
+      ...r.runs.examples,
+      ...r.malformed.examples,
+      ...r.divergent.examples,
+      ...r.answers.examples,
+      ...r.stored.examples,
+    ].map((e) => `  run ${e.n}: ${e.problem}`),
     ...r.fencing.examples.map(
       (w) => `  stale: ${w.replica} wrote ${w.tbl} of ${w.runId} held by ${w.holder} (${JSON.stringify(w)})`,
     ),
@@ -874,6 +920,7 @@ export function formatChaos(r: ChaosReport): string {
 export function clean(r: ChaosReport): boolean {
   return (
     r.malformed.count === 0 &&
+    r.divergent.count === 0 &&
     r.answers.lostWords === 0 &&
     r.stored.twice === 0 &&
     r.stored.underAnotherId === 0 &&

@@ -56,6 +56,7 @@ describe('chaos: 2 replicas, 10 runs, 3 kills and a pause', () => {
   it('every stream is well-formed across its rejoins, and every answer whole', () => {
     expect(report.malformed.examples).toEqual([]);
     expect(report.malformed.count).toBe(0);
+    expect(report.divergent).toEqual({ count: 0, examples: [] });
     expect(report.clients.framingErrors).toBe(0);
     expect(report.answers).toEqual({ lostWords: 0, runsWithLostWords: 0, notExact: 0, examples: [] });
   });
