@@ -150,7 +150,10 @@ export function parseOptions(env: NodeJS.ProcessEnv, argv: string[]): ChaosOptio
   return o;
 }
 
-/** The faults in order: the given list, or one every K seconds for D with the pauses spread among them. */
+/**
+ * The faults planned: the given list, or one every K seconds for D with the pauses spread among them
+ * (then each pause comes once its share of D has passed, however many faults came before it).
+ */
 export function schedule(o: ChaosOptions): Fault[] {
   if (o.faults.length) return o.faults;
   const slots = Math.max(1, Math.floor(o.durationS / o.faultEveryS));
@@ -520,18 +523,25 @@ export async function runChaos(
       const due = Math.max(t0 + (i + 1) * o.faultEveryS * 1000, lastOver + o.faultEveryS * 500);
       if (!o.faults.length && due - t0 > o.durationS * 1000) break;
       await sleep(Math.max(0, due - Date.now()));
+      // Without a list, the pauses come at their share of D (slow restarts leave fewer faults than planned).
+      const pausesDone = faultRecords.filter((f) => f.kind === 'pause').length;
+      const kind: Fault = o.faults.length
+        ? faults[i]
+        : pausesDone < o.pauses && since() >= ((pausesDone + 0.5) * o.durationS * 1000) / o.pauses
+          ? 'pause'
+          : 'kill';
       const slot = slots[i % slots.length];
       const label = slot.label;
       const pid = slot.service!.pid;
       const record: FaultRecord = {
-        kind: faults[i],
+        kind,
         replica: label,
         atMs: since(),
         runsHeld: await runsHeldBy(db, label),
         overAtMs: 0,
       };
       faultRecords.push(record);
-      if (faults[i] === 'kill') {
+      if (kind === 'kill') {
         progress(
           `chaos: ${(record.atMs / 1000).toFixed(1)} s kill -9 ${label} (${record.runsHeld} runs held)`,
         );
