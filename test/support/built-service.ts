@@ -41,12 +41,14 @@ const exited = (child: ChildProcess) => child.exitCode !== null || child.signalC
 
 /**
  * Starts the built service on a free port (the e2e database unless `env` names another) and resolves
- * once `/health/ready` answers 200. `main` is another build's entry point (the bench compares builds).
+ * once `/health/ready` answers 200. `main` is another build's entry point (the bench compares builds);
+ * `onOutput` gets all it writes (`output()` keeps only the latest 256 KiB).
  */
 export async function startBuiltService(
   env: Record<string, string> = {},
   readyTimeoutMs = 60_000,
   main = MAIN,
+  onOutput?: (chunk: Buffer) => void,
 ): Promise<BuiltService> {
   if (!existsSync(main))
     throw new Error(`${main} is missing: run \`npm run build\` (npm test does it first)`);
@@ -70,6 +72,7 @@ export async function startBuiltService(
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString('utf8')).slice(-256 * 1024);
+    onOutput?.(chunk);
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
