@@ -4,7 +4,9 @@ import { Logger } from '@nestjs/common';
 import { SignJWT } from 'jose';
 import { createApp } from '../src/app.factory';
 import { loadConfig } from '../src/config/config';
-import { db, startApp, TestApp } from './support/app';
+import { RunsRepository } from '../src/runs/storage/runs.repository';
+import { ThreadsRepository } from '../src/threads/threads.repository';
+import { db, eventually, startApp, TestApp } from './support/app';
 import { failedWith, LEVEL, serviceLogs } from './support/log-sink';
 import { TestIdp } from './support/oidc';
 import { memoryOf, openRun, postRun, runInput, types, uid } from './support/sse';
@@ -657,6 +659,125 @@ describe('authentication', () => {
         expect((await api(`/threads?resourceId=${carol}`, proxied({ 'x-resource-id': carol }))).status).toBe(
           200,
         );
+      });
+    });
+
+    describe("another owner's run and thread streams (the owner is checked before any reader is counted)", () => {
+      let t: TestApp;
+      const api = caller(() => t);
+      const as = (who: string) => ({ 'x-auth-request-user': who, accept: 'text/event-stream' });
+      const opened: AbortController[] = [];
+      beforeAll(async () => {
+        t = await startApp({ AUTH_MODE: 'header', TRUSTED_PROXIES: '127.0.0.0/8' });
+      });
+      afterAll(async () => {
+        opened.forEach((c) => c.abort());
+        await t.close();
+      });
+      /** Lookups held by holdLookupsOf, let go after each test whatever happened. */
+      const holds: Array<() => void> = [];
+      afterEach(() => {
+        holds.splice(0).forEach((release) => release());
+        jest.restoreAllMocks();
+      });
+
+      /** A stream request; a 200 is kept open (closed after the tests), anything else read to its body. */
+      const open = async (path: string, who: string) => {
+        const controller = new AbortController();
+        const res = await api(path, as(who), { signal: controller.signal });
+        if (res.status === 200) opened.push(controller);
+        const body = res.status === 200 ? undefined : ((await res.json()) as Record<string, unknown>);
+        return { status: res.status, body };
+      };
+
+      /**
+       * Holds `who`'s owner lookups of runs and threads until `release()`: requests in flight at the
+       * owner check, deterministically; `held()` counts those waiting there.
+       */
+      const holdLookupsOf = (who: string) => {
+        let release: () => void = () => undefined;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        holds.push(release);
+        let held = 0;
+        const wait = async (scope: unknown) => {
+          if (scope !== who) return;
+          held++;
+          await released;
+        };
+        const runs = t.app.get(RunsRepository);
+        const threads = t.app.get(ThreadsRepository);
+        const findRun = runs.findOne.bind(runs);
+        const findThread = threads.find.bind(threads);
+        jest
+          .spyOn(runs, 'findOne')
+          .mockImplementation((id, scope) => wait(scope).then(() => findRun(id, scope)));
+        jest
+          .spyOn(threads, 'find')
+          .mockImplementation((id, scope) => wait(scope).then(() => findThread(id, scope)));
+        return { release, held: () => held };
+      };
+
+      it("is a 404 like a missing id while the owner holds every reader, and takes none of the owner's readers", async () => {
+        const alice = uid('alice');
+        const bob = uid('bob');
+        const threadId = uid('thread');
+        const input = runInput('/tool get_city {"city":"x"}', {
+          threadId,
+          tools: [GET_CITY],
+          forwardedProps: memoryOf(threadId),
+        });
+        // Alice's run waits for her browser's tool result: its stream stays open to readers.
+        const live = await openRun(t.runUrl, input, { 'x-auth-request-user': alice });
+        await live.waitFor((e) => e.type === 'TOOL_CALL_END');
+        try {
+          const routes = [`/runs/${input.runId}/events`, `/threads/${threadId}/events`];
+          const missing = [`/runs/${uid('none')}/events`, `/threads/${uid('none')}/events`];
+          // MAX_READERS_PER_RUN (10, the thread's cap too) less one, on each.
+          for (const route of routes) {
+            const readers = await Promise.all(Array.from({ length: 9 }, () => open(route, alice)));
+            expect(readers.map((r) => r.status)).toEqual(Array(9).fill(200));
+          }
+
+          // Bob's requests are held at the owner check; Alice opens her last reader meanwhile.
+          const hold = holdLookupsOf(bob);
+          let answered = 0;
+          const flood = routes.flatMap((route) =>
+            Array.from({ length: 2 }, () => open(route, bob).finally(() => answered++)),
+          );
+          await eventually(() =>
+            Promise.resolve(hold.held() + answered === flood.length ? true : undefined),
+          );
+          for (const route of routes)
+            expect(await open(route, alice)).toEqual({ status: 200, body: undefined });
+          hold.release();
+          for (const refused of await Promise.all(flood)) {
+            expect(refused).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
+          }
+          jest.restoreAllMocks();
+
+          // Every reader is Alice's now: she is refused one more, Bob is told what a missing id tells him.
+          for (const [i, route] of routes.entries()) {
+            expect(await open(route, alice)).toMatchObject({
+              status: 429,
+              body: { code: 'TOO_MANY_READERS' },
+            });
+            const theirs = await Promise.all(Array.from({ length: 20 }, () => open(route, bob)));
+            const none = await open(missing[i], bob);
+            expect(none).toEqual({
+              status: 404,
+              body: { statusCode: 404, code: 'NOT_FOUND', message: expect.any(String) },
+            });
+            for (const refused of theirs) {
+              expect({ status: refused.status, code: refused.body?.code }).toEqual({
+                status: none.status,
+                code: none.body?.code,
+              });
+            }
+          }
+        } finally {
+          expect((await api(`/runs/${input.runId}/cancel`, as(alice), { method: 'POST' })).status).toBe(202);
+          expect((await live.done).at(-1)?.event).toMatchObject({ type: 'RUN_ERROR', code: 'CANCELLED' });
+        }
       });
     });
 
