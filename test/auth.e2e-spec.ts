@@ -1,10 +1,12 @@
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Logger } from '@nestjs/common';
 import { SignJWT } from 'jose';
 import { createApp } from '../src/app.factory';
 import { loadConfig } from '../src/config/config';
-import { db, startApp, TestApp } from './support/app';
+import { RunsRepository } from '../src/runs/storage/runs.repository';
+import { ThreadsRepository } from '../src/threads/threads.repository';
+import { db, eventually, startApp, TestApp } from './support/app';
 import { failedWith, LEVEL, serviceLogs } from './support/log-sink';
 import { TestIdp } from './support/oidc';
 import { memoryOf, openRun, postRun, runInput, types, uid } from './support/sse';
@@ -25,6 +27,41 @@ function caller(t: () => TestApp) {
       headers: { ...(init.body ? { 'content-type': 'application/json' } : {}), ...headers },
     });
 }
+
+/**
+ * A request over node:http, byte for byte: a header given as an array is sent once per value (as two
+ * proxies, or a proxy and a client, would), and a string goes out as latin1, so raw UTF-8 can be sent.
+ */
+function rawRequest(
+  url: string,
+  headers: Record<string, string | string[]>,
+  method: 'GET' | 'POST' = 'GET',
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const json = method === 'POST' ? { 'content-type': 'application/json' } : {};
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method, headers: { ...json, ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
+        }),
+      );
+    });
+    req.on('error', reject);
+    // A Buffer: a string body would go out with the headers in its encoding (UTF-8), not as latin1.
+    req.end(method === 'POST' ? Buffer.from('{}') : undefined);
+  });
+}
+
+/** `text` as its UTF-8 bytes in a header value (node:http writes a string's characters as latin1 bytes). */
+const rawUtf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+
+/** `alice-…` as `%61lice-…`: the spelling percent-decoding would turn into `alice-…`. */
+const percentSpelling = (owner: string) => `%${owner.charCodeAt(0).toString(16)}${owner.slice(1)}`;
+
+const UNAUTHENTICATED = { statusCode: 401, code: 'UNAUTHENTICATED', message: 'Authentication required' };
 
 const runRecorded = (runId: string) =>
   db(async (c) => (await c.query('SELECT 1 FROM runs WHERE id = $1', [runId])).rowCount);
@@ -207,6 +244,42 @@ describe('authentication', () => {
       expect((await doc.json()).components.securitySchemes.bearer).toMatchObject({
         type: 'http',
         scheme: 'bearer',
+      });
+    });
+
+    describe('one owner, one spelling', () => {
+      it('refuses a claim with a percent-escape (401 Invalid token), never a second spelling of an owner', async () => {
+        const created = await api('/threads', await tokenOf(alice), { method: 'POST', body: '{}' });
+        expect(created.status).toBe(201);
+        for (const sub of [percentSpelling(alice), `jos%C3%A9-${alice}`]) {
+          const res = await api('/threads?limit=100', await tokenOf(sub));
+          expect({ sub, status: res.status, body: await res.json() }).toEqual({
+            sub,
+            status: 401,
+            body: { statusCode: 401, code: 'UNAUTHENTICATED', message: 'Invalid token' },
+          });
+        }
+        // A `%` that escapes nothing is a character like any other, and Unicode owners work as they are.
+        for (const sub of [`100%-${alice}`, `josé-${alice}`]) {
+          const own = await api('/threads', await tokenOf(sub), { method: 'POST', body: '{}' });
+          expect(own.status).toBe(201);
+          expect(await own.json()).toMatchObject({ resourceId: sub });
+        }
+      });
+
+      it('answers 401 to two Authorization headers, even both valid (Node would keep the first)', async () => {
+        const token = (await tokenOf(alice)).authorization;
+        const url = `${t.baseUrl}/io-bridge/threads`;
+        expect(await rawRequest(url, { authorization: token })).toMatchObject({ status: 200 });
+        for (const twice of [
+          [token, token],
+          [token, (await tokenOf(bob)).authorization],
+        ]) {
+          expect(await rawRequest(url, { authorization: twice })).toEqual({
+            status: 401,
+            body: UNAUTHENTICATED,
+          });
+        }
       });
     });
 
@@ -558,6 +631,44 @@ describe('authentication', () => {
       expect((await api(`/threads/${threadId}`, asXavier)).status).toBe(404);
     });
 
+    it('refuses an owner with a percent-escape wherever it is named, and X-Resource-Id sent twice (400)', async () => {
+      const alice = uid('alice');
+      const url = `${t.baseUrl}/io-bridge/threads`;
+      const attempts: Array<[string, Promise<{ status: number; body: Record<string, unknown> }>]> = [
+        ['?resourceId=', rawRequest(`${url}?resourceId=${encodeURIComponent(percentSpelling(alice))}`, {})],
+        ['X-Resource-Id', rawRequest(url, { 'x-resource-id': encodeURIComponent(percentSpelling(alice)) })],
+        ['X-Resource-Id twice', rawRequest(url, { 'x-resource-id': [alice, alice] })],
+      ];
+      for (const [name, pending] of attempts) {
+        expect({ name, ...(await pending) }).toMatchObject({
+          name,
+          status: 400,
+          body: { statusCode: 400, code: 'VALIDATION_FAILED', details: [{ path: expect.any(String) }] },
+        });
+      }
+      const input = runInput('hi', { forwardedProps: { resourceId: percentSpelling(alice) } });
+      const res = await postRun(t.runUrl, input, json());
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: [{ path: 'forwardedProps.resourceId' }],
+      });
+      expect(await runRecorded(input.runId)).toBe(0);
+      // X-Resource-Id is read as percent-encoded UTF-8 (a browser sends only ASCII): `%61lice…` names alice.
+      const created = await api('/threads', { 'x-resource-id': alice }, { method: 'POST', body: '{}' });
+      const { id } = (await created.json()) as { id: string };
+      const reads = [
+        [alice, 200],
+        [percentSpelling(alice), 200],
+        // Decodes to `%61lice…`, which no owner can be.
+        [percentSpelling(alice).replace('%', '%25'), 400],
+      ] as const;
+      for (const [spelled, status] of reads) {
+        const read = await rawRequest(`${url}/${id}`, { 'x-resource-id': spelled });
+        expect({ spelled, status: read.status }).toEqual({ spelled, status });
+      }
+    });
+
     it('takes forwardedProps.memory.resource as the owner of the run and its thread', async () => {
       const bob = uid('bob');
       const input = runInput('hello', {});
@@ -644,6 +755,62 @@ describe('authentication', () => {
         }
       });
 
+      it('takes the header as sent: raw UTF-8 is a Unicode owner, a percent-escape is a 401, not another spelling', async () => {
+        const url = `${t.baseUrl}/io-bridge/threads`;
+        const alice = uid('alice');
+        const josé = uid('josé');
+        const created = await api(
+          '/threads',
+          { 'x-auth-request-user': alice },
+          { method: 'POST', body: '{}' },
+        );
+        expect(created.status).toBe(201);
+        for (const spelled of [percentSpelling(alice), encodeURIComponent(josé), `${alice}%25`]) {
+          expect({ spelled, ...(await rawRequest(url, { 'x-auth-request-user': spelled })) }).toEqual({
+            spelled,
+            status: 401,
+            body: UNAUTHENTICATED,
+          });
+        }
+        const own = await rawRequest(url, { 'x-auth-request-user': rawUtf8(josé) }, 'POST');
+        expect(own).toMatchObject({ status: 201, body: { resourceId: josé } });
+        // X-Resource-Id, a client's header, may repeat the caller raw or percent-encoded.
+        for (const named of [rawUtf8(josé), encodeURIComponent(josé)]) {
+          const read = await rawRequest(`${url}/${String(own.body.id)}`, {
+            'x-auth-request-user': rawUtf8(josé),
+            'x-resource-id': named,
+          });
+          expect(read).toMatchObject({ status: 200, body: { resourceId: josé } });
+        }
+        // `100%` escapes nothing: an owner of its own, as it would be in a token.
+        const percent = await rawRequest(url, { 'x-auth-request-user': `100%-${alice}` }, 'POST');
+        expect(percent).toMatchObject({ status: 201, body: { resourceId: `100%-${alice}` } });
+      });
+
+      it('answers 401 to two identity headers, which Node would join into one owner (`bob, alice`)', async () => {
+        const url = `${t.baseUrl}/io-bridge/threads`;
+        const bob = uid('bob');
+        expect(await rawRequest(url, { 'x-auth-request-user': carol })).toMatchObject({ status: 200 });
+        for (const twice of [
+          [bob, carol],
+          [carol, carol],
+        ]) {
+          expect(await rawRequest(url, { 'x-auth-request-user': twice })).toEqual({
+            status: 401,
+            body: UNAUTHENTICATED,
+          });
+        }
+        // Joined by hand, the same text is a name like any other: only the header sent twice is refused.
+        const joined = await rawRequest(url, { 'x-auth-request-user': `${bob}, ${carol}` }, 'POST');
+        expect(joined).toMatchObject({ status: 201, body: { resourceId: `${bob}, ${carol}` } });
+        expect(
+          await rawRequest(url, { 'x-auth-request-user': carol, 'x-resource-id': [carol, carol] }),
+        ).toMatchObject({
+          status: 400,
+          body: { code: 'VALIDATION_FAILED', details: [{ path: 'x-resource-id' }] },
+        });
+      });
+
       it('answers 403 to a client naming another resource, before any stream', async () => {
         const input = { ...runInput('hi'), forwardedProps: { resourceId: 'dave' } };
         const run = await postRun(t.runUrl, input, {
@@ -657,6 +824,155 @@ describe('authentication', () => {
         expect((await api(`/threads?resourceId=${carol}`, proxied({ 'x-resource-id': carol }))).status).toBe(
           200,
         );
+      });
+    });
+
+    describe('with AUTH_HEADER_PERCENT_DECODING=true (a proxy that percent-encodes the user)', () => {
+      let t: TestApp;
+      beforeAll(async () => {
+        t = await startApp({
+          AUTH_MODE: 'header',
+          TRUSTED_PROXIES: '127.0.0.0/8',
+          AUTH_HEADER_PERCENT_DECODING: 'true',
+        });
+      });
+      afterAll(() => t.close());
+
+      it('decodes the header; a raw byte, a broken escape or a decoded percent-escape is a 401', async () => {
+        const url = `${t.baseUrl}/io-bridge/threads`;
+        const josé = uid('josé');
+        const own = await rawRequest(url, { 'x-auth-request-user': encodeURIComponent(josé) }, 'POST');
+        expect(own).toMatchObject({ status: 201, body: { resourceId: josé } });
+        const alice = uid('alice');
+        for (const spelled of [rawUtf8(josé), `100%-${alice}`, encodeURIComponent(percentSpelling(alice))]) {
+          expect({ spelled, ...(await rawRequest(url, { 'x-auth-request-user': spelled })) }).toEqual({
+            spelled,
+            status: 401,
+            body: UNAUTHENTICATED,
+          });
+        }
+        expect(
+          await rawRequest(url, {
+            'x-auth-request-user': [encodeURIComponent(josé), encodeURIComponent(josé)],
+          }),
+        ).toEqual({ status: 401, body: UNAUTHENTICATED });
+      });
+    });
+
+    describe("another owner's run and thread streams (the owner is checked before any reader is counted)", () => {
+      let t: TestApp;
+      const api = caller(() => t);
+      const as = (who: string) => ({ 'x-auth-request-user': who, accept: 'text/event-stream' });
+      const opened: AbortController[] = [];
+      beforeAll(async () => {
+        t = await startApp({ AUTH_MODE: 'header', TRUSTED_PROXIES: '127.0.0.0/8' });
+      });
+      afterAll(async () => {
+        opened.forEach((c) => c.abort());
+        await t.close();
+      });
+      /** Lookups held by holdLookupsOf, let go after each test whatever happened. */
+      const holds: Array<() => void> = [];
+      afterEach(() => {
+        holds.splice(0).forEach((release) => release());
+        jest.restoreAllMocks();
+      });
+
+      /** A stream request; a 200 is kept open (closed after the tests), anything else read to its body. */
+      const open = async (path: string, who: string) => {
+        const controller = new AbortController();
+        const res = await api(path, as(who), { signal: controller.signal });
+        if (res.status === 200) opened.push(controller);
+        const body = res.status === 200 ? undefined : ((await res.json()) as Record<string, unknown>);
+        return { status: res.status, body };
+      };
+
+      /**
+       * Holds `who`'s owner lookups of runs and threads until `release()`: requests in flight at the
+       * owner check, deterministically; `held()` counts those waiting there.
+       */
+      const holdLookupsOf = (who: string) => {
+        let release: () => void = () => undefined;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        holds.push(release);
+        let held = 0;
+        const wait = async (scope: unknown) => {
+          if (scope !== who) return;
+          held++;
+          await released;
+        };
+        const runs = t.app.get(RunsRepository);
+        const threads = t.app.get(ThreadsRepository);
+        const findRun = runs.findOne.bind(runs);
+        const findThread = threads.find.bind(threads);
+        jest
+          .spyOn(runs, 'findOne')
+          .mockImplementation((id, scope) => wait(scope).then(() => findRun(id, scope)));
+        jest
+          .spyOn(threads, 'find')
+          .mockImplementation((id, scope) => wait(scope).then(() => findThread(id, scope)));
+        return { release, held: () => held };
+      };
+
+      it("is a 404 like a missing id while the owner holds every reader, and takes none of the owner's readers", async () => {
+        const alice = uid('alice');
+        const bob = uid('bob');
+        const threadId = uid('thread');
+        const input = runInput('/tool get_city {"city":"x"}', {
+          threadId,
+          tools: [GET_CITY],
+          forwardedProps: memoryOf(threadId),
+        });
+        // Alice's run waits for her browser's tool result: its stream stays open to readers.
+        const live = await openRun(t.runUrl, input, { 'x-auth-request-user': alice });
+        await live.waitFor((e) => e.type === 'TOOL_CALL_END');
+        try {
+          const routes = [`/runs/${input.runId}/events`, `/threads/${threadId}/events`];
+          const missing = [`/runs/${uid('none')}/events`, `/threads/${uid('none')}/events`];
+          // MAX_READERS_PER_RUN (10, the thread's cap too) less one, on each.
+          for (const route of routes) {
+            const readers = await Promise.all(Array.from({ length: 9 }, () => open(route, alice)));
+            expect(readers.map((r) => r.status)).toEqual(Array(9).fill(200));
+          }
+
+          // Bob's requests are held at the owner check; Alice opens her last reader meanwhile.
+          const hold = holdLookupsOf(bob);
+          let answered = 0;
+          const flood = routes.flatMap((route) =>
+            Array.from({ length: 2 }, () => open(route, bob).finally(() => answered++)),
+          );
+          await eventually(() => Promise.resolve(hold.held() + answered === flood.length ? true : undefined));
+          for (const route of routes)
+            expect(await open(route, alice)).toEqual({ status: 200, body: undefined });
+          hold.release();
+          for (const refused of await Promise.all(flood)) {
+            expect(refused).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
+          }
+          jest.restoreAllMocks();
+
+          // Every reader is Alice's now: she is refused one more, Bob is told what a missing id tells him.
+          for (const [i, route] of routes.entries()) {
+            expect(await open(route, alice)).toMatchObject({
+              status: 429,
+              body: { code: 'TOO_MANY_READERS' },
+            });
+            const theirs = await Promise.all(Array.from({ length: 20 }, () => open(route, bob)));
+            const none = await open(missing[i], bob);
+            expect(none).toEqual({
+              status: 404,
+              body: { statusCode: 404, code: 'NOT_FOUND', message: expect.any(String) },
+            });
+            for (const refused of theirs) {
+              expect({ status: refused.status, code: refused.body?.code }).toEqual({
+                status: none.status,
+                code: none.body?.code,
+              });
+            }
+          }
+        } finally {
+          expect((await api(`/runs/${input.runId}/cancel`, as(alice), { method: 'POST' })).status).toBe(202);
+          expect((await live.done).at(-1)?.event).toMatchObject({ type: 'RUN_ERROR', code: 'CANCELLED' });
+        }
       });
     });
 

@@ -4,8 +4,7 @@ import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { claimAt, hasRole } from './claims';
-import { Principal, RESOURCE_ID } from './principal';
-import { ID_RULE } from '../common/ids';
+import { isResourceId, Principal, RESOURCE_RULE } from './principal';
 
 /** Asymmetric signatures only: never `none`, never an HMAC whose "secret" could be the published public key. */
 export const JWT_ALGORITHMS = [
@@ -62,8 +61,9 @@ export class JwtVerifier {
       throw unavailable();
     }
     const resourceId = claimAt(payload, auth.resourceIdClaim);
-    if (typeof resourceId !== 'string' || !RESOURCE_ID.test(resourceId)) {
-      throw new TokenRejected(`claim '${auth.resourceIdClaim}' is missing or not ${ID_RULE}`);
+    // The rule of every mode: a `%61lice` claim is refused, not a second `alice` (docs/identity-headers.md).
+    if (!isResourceId(resourceId)) {
+      throw new TokenRejected(`claim '${auth.resourceIdClaim}' is missing or not ${RESOURCE_RULE}`);
     }
     const admin =
       auth.adminRole !== undefined && hasRole(claimAt(payload, auth.adminRoleClaim), auth.adminRole);

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { DomainError } from '../common/errors';
 import { loadConfig } from '../config/config';
 import { JwtVerifier, TokenRejected } from './jwt-verifier';
-import { ANY_OWNER, idScope, Principal } from './principal';
+import { ANY_OWNER, idScope, isResourceId, Principal } from './principal';
 import { PrincipalGuard, scopeToCaller } from './principal.guard';
 import { Public } from './public.decorator';
 
@@ -12,6 +12,8 @@ type FakeRequest = {
   body?: unknown;
   query?: Record<string, unknown>;
   headers?: Record<string, string | string[] | undefined>;
+  /** Node's request; made from `headers` unless given. */
+  raw?: { headersDistinct: Record<string, string[]> };
   socket?: { remoteAddress?: string };
   principal?: Principal;
 };
@@ -30,6 +32,17 @@ class MetricsLike {
   metrics(): void {}
 }
 
+/**
+ * Node's `headersDistinct` for these headers: an array here is a header sent that many times (Node's
+ * `headers` joins them with `, `, or keeps the first Authorization).
+ */
+const distinct = (headers: FakeRequest['headers'] = {}) =>
+  Object.fromEntries(
+    Object.entries(headers)
+      .filter(([, value]) => value !== undefined)
+      .map(([name, value]) => [name, [value].flat()]),
+  );
+
 function setup(env: Record<string, string>, authenticate = jest.fn()) {
   const guard = new PrincipalGuard(loadConfig(env), new Reflector(), {
     authenticate,
@@ -40,7 +53,8 @@ function setup(env: Record<string, string>, authenticate = jest.fn()) {
     handler: { new (): object; prototype: object } = ThreadsLike,
     method = 'list',
   ) => {
-    const req = { method: 'GET', headers: {}, socket: { remoteAddress: '127.0.0.1' }, ...partial };
+    const base = { method: 'GET', headers: {}, socket: { remoteAddress: '127.0.0.1' }, ...partial };
+    const req = { raw: { headersDistinct: distinct(base.headers) }, ...base };
     const context = {
       getHandler: () => (handler.prototype as Record<string, unknown>)[method],
       getClass: () => handler,
@@ -144,6 +158,11 @@ describe('PrincipalGuard', () => {
       [{ headers: { 'x-resource-id': 'a\tb' } }, 'x-resource-id'],
       [{ headers: { 'x-resource-id': 'a%0Ab' } }, 'x-resource-id'],
       [{ headers: { 'x-resource-id': '100%' } }, 'x-resource-id'],
+      // An owner never holds a percent-escape: `%2561lice` decodes to `%61lice`, which is refused.
+      [{ headers: { 'x-resource-id': '%2561lice' } }, 'x-resource-id'],
+      [{ headers: { 'x-resource-id': ['alice', 'alice'] } }, 'x-resource-id'],
+      [{ query: { resourceId: '%61lice' } }, 'resourceId'],
+      [{ body: { forwardedProps: { resourceId: 'jos%C3%A9' } } }, 'forwardedProps.resourceId'],
       // Header bytes arrive as latin1: a lone 0xE9 (`é` in latin1) is not UTF-8.
       [{ headers: { 'x-resource-id': 'jos\u00e9' } }, 'x-resource-id'],
       [{ body: { forwardedProps: { resourceId: 7 } } }, 'forwardedProps.resourceId'],
@@ -201,6 +220,23 @@ describe('PrincipalGuard', () => {
         expect(authenticate).not.toHaveBeenCalled();
       },
     );
+
+    it('two Authorization headers are 401 Authentication required (Node would keep the first)', async () => {
+      const { run, authenticate } = setup(
+        env,
+        jest.fn().mockResolvedValue({ resourceId: 'u1', admin: false }),
+      );
+      const req = {
+        headers: { authorization: 'Bearer first' },
+        raw: { headersDistinct: { authorization: ['Bearer first', 'Bearer second'] } },
+      };
+      await expect(domainError(run(req))).resolves.toEqual({
+        code: 'UNAUTHENTICATED',
+        message: 'Authentication required',
+        details: undefined,
+      });
+      expect(authenticate).not.toHaveBeenCalled();
+    });
 
     it('a rejected token is 401 Invalid token; the reason goes to the log at warn, the token does not', async () => {
       const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
@@ -294,7 +330,7 @@ describe('PrincipalGuard', () => {
       ['10.1.2.3', { 'x-auth-request-user': ['carol', 'dave'] }],
       ['10.1.2.3', { 'x-auth-request-user': 'has\ttab' }],
       ['10.1.2.3', { 'x-auth-request-user': 'jos\u00e9' }],
-      ['10.1.2.3', { 'x-auth-request-user': 'broken%' }],
+      ['10.1.2.3', { 'x-auth-request-user': '%61lice' }],
     ])('from %s with %j is 401 Authentication required', async (remoteAddress, headers) => {
       jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
       const { run } = setup(env);
@@ -305,24 +341,111 @@ describe('PrincipalGuard', () => {
       });
     });
 
-    it.each([
-      ['raw UTF-8', Buffer.from('josé', 'utf8').toString('latin1')],
-      ['percent-encoded UTF-8', 'jos%C3%A9'],
-    ])(
-      'reads a %s identity header, and X-Resource-Id in either form names the same owner',
-      async (_form, value) => {
+    describe('one owner, one spelling (docs/identity-headers.md)', () => {
+      const socket = { remoteAddress: '10.0.0.1' };
+      const rawUtf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+      const refused = async (decoding: 'true' | 'false', value: string) => {
+        const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+        const { run } = setup({ ...env, AUTH_HEADER_PERCENT_DECODING: decoding });
+        await expect(
+          domainError(run({ headers: { 'x-auth-request-user': value }, socket })),
+        ).resolves.toEqual({
+          code: 'UNAUTHENTICATED',
+          message: 'Authentication required',
+          details: undefined,
+        });
+        expect(warn).toHaveBeenCalledWith(expect.stringContaining('not a valid resourceId'));
+      };
+
+      it.each([
+        ['alice', 'alice'],
+        [rawUtf8('josé.martín@corp.example'), 'josé.martín@corp.example'],
+        // A `%` that escapes nothing is a character like any other.
+        ['100%', '100%'],
+        ['50% off', '50% off'],
+      ])('by default takes the header as sent: %j is %j', async (value, owner) => {
         const { run } = setup(env);
-        const socket = { remoteAddress: '10.0.0.1' };
         expect(await run({ headers: { 'x-auth-request-user': value }, socket })).toEqual({
-          resourceId: 'josé',
+          resourceId: owner,
           admin: false,
         });
-        for (const resource of ['jos%C3%A9', Buffer.from('josé', 'utf8').toString('latin1')]) {
-          const headers = { 'x-auth-request-user': value, 'x-resource-id': resource };
-          expect(await run({ headers, socket })).toEqual({ resourceId: 'josé', admin: false });
+      });
+
+      it.each(['%61lice', 'jos%C3%A9', '100%25', 'al%69ce', '%2561lice'])(
+        'by default refuses %j, which percent-decoding would make another name (401)',
+        (value) => refused('false', value),
+      );
+
+      it.each([
+        ['alice', 'alice'],
+        ['jos%C3%A9.mart%C3%ADn%40corp.example', 'josé.martín@corp.example'],
+        ['100%25', '100%'],
+      ])(
+        'with AUTH_HEADER_PERCENT_DECODING=true percent-decodes the header: %j is %j',
+        async (value, owner) => {
+          const { run } = setup({ ...env, AUTH_HEADER_PERCENT_DECODING: 'true' });
+          expect(await run({ headers: { 'x-auth-request-user': value }, socket })).toEqual({
+            resourceId: owner,
+            admin: false,
+          });
+        },
+      );
+
+      it.each([
+        // Decodes to `%61lice`: an owner never holds a percent-escape, in any mode.
+        '%2561lice',
+        // Percent-encoding is what the proxy promised: a raw byte beyond ASCII is not that.
+        rawUtf8('josé'),
+        'broken%',
+        '%FF',
+      ])('with AUTH_HEADER_PERCENT_DECODING=true refuses %j (401)', (value) => refused('true', value));
+
+      it('reads X-Resource-Id (a client header) as raw or percent-encoded UTF-8 either way: the same owner', async () => {
+        for (const [decoding, identity] of [
+          ['false', rawUtf8('josé')],
+          ['true', 'jos%C3%A9'],
+        ]) {
+          const { run } = setup({ ...env, AUTH_HEADER_PERCENT_DECODING: decoding });
+          for (const resource of ['jos%C3%A9', rawUtf8('josé')]) {
+            const headers = { 'x-auth-request-user': identity, 'x-resource-id': resource };
+            expect(await run({ headers, socket })).toEqual({ resourceId: 'josé', admin: false });
+          }
         }
-      },
-    );
+      });
+    });
+
+    it('refuses an identity header sent twice (401), as Node presents it: joined, `bob, alice`', async () => {
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      const { run } = setup(env);
+      for (const [joined, values] of [
+        ['bob, alice', ['bob', 'alice']],
+        ['alice, alice', ['alice', 'alice']],
+      ] as const) {
+        const req = {
+          headers: { 'x-auth-request-user': joined },
+          raw: { headersDistinct: { 'x-auth-request-user': [...values] } },
+          socket: { remoteAddress: '10.0.0.1' },
+        };
+        await expect(domainError(run(req))).resolves.toEqual({
+          code: 'UNAUTHENTICATED',
+          message: 'Authentication required',
+          details: undefined,
+        });
+      }
+      expect(warn).toHaveBeenCalledWith(expect.stringContaining('was sent more than once'));
+    });
+
+    it('refuses X-Resource-Id sent twice with VALIDATION_FAILED', async () => {
+      const { run } = setup(env);
+      const req = {
+        headers: { 'x-auth-request-user': 'carol', 'x-resource-id': ['carol', 'carol'] },
+        socket: { remoteAddress: '10.0.0.1' },
+      };
+      await expect(domainError(run(req))).resolves.toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: [{ path: 'x-resource-id', message: 'must be sent once' }],
+      });
+    });
 
     it('applies the ownership rule to the proxied caller', async () => {
       const { run } = setup(env);
@@ -403,6 +526,16 @@ describe('scopeToCaller', () => {
     expect(() => scopeToCaller(admin, named(undefined, 'has\u0001control'), true)).toThrow(
       expect.objectContaining({ code: 'VALIDATION_FAILED' }),
     );
+  });
+});
+
+describe('isResourceId', () => {
+  it.each(['alice', 'josé.martín@corp.example', '100%', '50% off', '%zz', 'a%2'])('takes %j', (value) => {
+    expect(isResourceId(value)).toBe(true);
+  });
+
+  it.each(['%61lice', 'jos%C3%A9', '100%25', '%2f', '', 'a\u0001b', 7, undefined])('refuses %j', (value) => {
+    expect(isResourceId(value)).toBe(false);
   });
 });
 

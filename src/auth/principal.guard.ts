@@ -3,41 +3,77 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { BlockList } from 'node:net';
 import { DomainError } from '../common/errors';
-import { ID_RULE } from '../common/ids';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { isListed, trustedProxyList } from './addresses';
 import { JwtVerifier, TokenRejected } from './jwt-verifier';
-import { ANONYMOUS_RESOURCE, Principal, RESOURCE_ID, RequestWithPrincipal } from './principal';
+import {
+  ANONYMOUS_RESOURCE,
+  isResourceId,
+  Principal,
+  RESOURCE_RULE,
+  RequestWithPrincipal,
+} from './principal';
 import { IS_PUBLIC } from './public.decorator';
 
 type IncomingRequest = RequestWithPrincipal & {
   method: string;
   body?: unknown;
   query?: Record<string, unknown>;
-  headers: Record<string, string | string[] | undefined>;
+  /**
+   * Node's request, whose `headersDistinct` has every value of a header sent several times (its
+   * `headers` joins them with `, `, or keeps the first Authorization): owner headers are read there.
+   */
+  raw: { headersDistinct: Record<string, string[] | undefined> };
   socket?: { remoteAddress?: string };
 };
 
-/** A header value that is neither raw UTF-8 nor percent-encoded UTF-8: named, and never a valid owner. */
-const UNDECODABLE = Symbol('undecodable identity header');
+/** A header value that is not text in the encoding expected: named, and never a valid owner. */
+const UNDECODABLE = Symbol('undecodable owner header');
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * An owner sent in a header (the identity header of `AUTH_MODE=header`, and X-Resource-Id). Node reads
- * header bytes as latin1, so a value with bytes beyond ASCII is raw UTF-8 (what proxies forward for a
- * `josé`), decoded as such; an ASCII value is percent-decoded (`jos%C3%A9`, a `%` itself as `%25`), as a
- * query string is. Bytes that are not UTF-8, or a broken escape, name nobody.
+ * How an owner is written in a header (docs/identity-headers.md): `utf8`, the text as sent (raw UTF-8
+ * beyond ASCII); `percent`, ASCII percent-encoded UTF-8; `utf8-or-percent`, either, told apart by a
+ * byte beyond ASCII (X-Resource-Id, which browsers can only send percent-encoded).
  */
-export function decodeIdentityHeader(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
+type HeaderEncoding = 'utf8' | 'percent' | 'utf8-or-percent';
+
+/**
+ * The text of an owner sent in a header, or undefined when it is not text in `encoding`. Node reads
+ * header bytes as latin1, so a value with bytes beyond ASCII is raw UTF-8 (what proxies forward for a
+ * `josé`); a percent-encoded value is ASCII (`jos%C3%A9`, a `%` itself as `%25`). Bytes that are not
+ * UTF-8, a broken escape, or a raw byte where percent-encoding is expected name nobody.
+ */
+function headerText(value: string, encoding: HeaderEncoding): string | undefined {
+  const raw = /[^\x20-\x7E]/.test(value);
   try {
-    if (/[^\x20-\x7E]/.test(value)) return utf8.decode(Buffer.from(value, 'latin1'));
-    return decodeURIComponent(value);
+    if (raw) return encoding === 'percent' ? undefined : utf8.decode(Buffer.from(value, 'latin1'));
+    return encoding === 'utf8' ? value : decodeURIComponent(value);
   } catch {
-    return UNDECODABLE;
+    return undefined;
   }
+}
+
+/** A header sent more than once, where one value is expected: never a value, never an owner. */
+const REPEATED = Symbol('repeated header');
+
+/** A header that must come once: its value, undefined when absent, REPEATED when it came several times. */
+function onceOnly(req: IncomingRequest, name: string): string | undefined | typeof REPEATED {
+  const values = req.raw.headersDistinct[name] ?? [];
+  return values.length > 1 ? REPEATED : values[0];
+}
+
+/** The owner X-Resource-Id names: undefined when absent, UNDECODABLE when not an owner's text. */
+function resourceHeader(req: IncomingRequest): unknown {
+  const value = onceOnly(req, 'x-resource-id');
+  if (value === REPEATED) {
+    throw new DomainError('VALIDATION_FAILED', 'X-Resource-Id is sent more than once', [
+      { path: 'x-resource-id', message: 'must be sent once' },
+    ]);
+  }
+  return value === undefined ? undefined : (headerText(value, 'utf8-or-percent') ?? UNDECODABLE);
 }
 
 /** The places a client may name an owner (CONTRACT sections 6 and 7), with the value sent there, if any. */
@@ -51,7 +87,7 @@ function requestedResources(req: IncomingRequest): Array<[string, unknown]> {
     // `POST /threads {resourceId}`: Mastra's client names the owner in the body.
     ['body.resourceId', body?.resourceId],
     ['resourceId', req.query?.resourceId],
-    ['x-resource-id', decodeIdentityHeader(req.headers['x-resource-id'])],
+    ['x-resource-id', resourceHeader(req)],
   ];
 }
 
@@ -71,10 +107,10 @@ function refuseTwoOwnersInBody(requested: Array<[string, unknown]>): void {
 }
 
 function checkedResourceId(path: string, value: unknown): string {
-  if (typeof value !== 'string' || !RESOURCE_ID.test(value)) {
+  if (!isResourceId(value)) {
     const encoding = path === 'x-resource-id' ? ', as UTF-8 or percent-encoded UTF-8' : '';
     throw new DomainError('VALIDATION_FAILED', 'Invalid resourceId', [
-      { path, message: `must be ${ID_RULE}${encoding}` },
+      { path, message: `must be ${RESOURCE_RULE}${encoding}` },
     ]);
   }
   return value;
@@ -106,8 +142,10 @@ export function scopeToCaller(
  * - `none`: `forwardedProps.resourceId` (or `.memory.resource`), a body's `resourceId`, the `resourceId` query parameter or
  *   `X-Resource-Id` (raw or percent-encoded UTF-8); else `anonymous`, whose routes naming a thread or run id find it
  *   whoever owns it;
- * - `jwt`: the RESOURCE_ID_CLAIM of a verified bearer token;
- * - `header`: the AUTH_HEADER set by an authenticating proxy, only from TRUSTED_PROXIES.
+ * - `jwt`: the RESOURCE_ID_CLAIM of a verified bearer token (one Authorization header);
+ * - `header`: the AUTH_HEADER set by an authenticating proxy, only from TRUSTED_PROXIES, sent once, as
+ *   sent or percent-decoded (AUTH_HEADER_PERCENT_DECODING).
+ * In every mode an owner is an `isResourceId`: one spelling, never a percent-escape (docs/identity-headers.md).
  * Routes marked @Public() are skipped and get no principal.
  */
 @Injectable()
@@ -130,9 +168,9 @@ export class PrincipalGuard implements CanActivate {
     ]);
     if (isPublic) return true;
     const req = context.switchToHttp().getRequest<IncomingRequest>();
-    const requested = requestedResources(req);
     const { mode } = this.config.auth;
     if (mode === 'none') {
+      const requested = requestedResources(req);
       refuseTwoOwnersInBody(requested);
       const [path, value] = requested.find(([, v]) => v !== undefined) ?? [];
       // No secret to protect: without an owner named, an id alone finds its item (lists stay anonymous's).
@@ -146,13 +184,15 @@ export class PrincipalGuard implements CanActivate {
       mode === 'jwt'
         ? await this.fromBearer(req, context.switchToHttp().getResponse<FastifyReply>())
         : this.fromProxyHeader(req);
+    const requested = requestedResources(req);
     refuseTwoOwnersInBody(requested);
     req.principal = scopeToCaller(caller, requested, req.method === 'GET' || req.method === 'HEAD');
     return true;
   }
 
   private async fromBearer(req: IncomingRequest, reply: FastifyReply): Promise<Principal> {
-    const header = req.headers.authorization;
+    // Node keeps the first of two Authorization headers: two credentials are none.
+    const header = onceOnly(req, 'authorization');
     const token = typeof header === 'string' ? /^Bearer +(\S+) *$/i.exec(header)?.[1] : undefined;
     if (!token) {
       void reply.header('www-authenticate', 'Bearer realm="io-bridge"');
@@ -175,11 +215,13 @@ export class PrincipalGuard implements CanActivate {
       this.log.warn(`Identity header refused: ${this.peer(req)} is not in TRUSTED_PROXIES`);
       throw new DomainError('UNAUTHENTICATED', 'Authentication required');
     }
-    const value = decodeIdentityHeader(req.headers[header]);
-    if (typeof value !== 'string' || !RESOURCE_ID.test(value)) {
-      this.log.warn(
-        `Identity header '${header}' from ${this.peer(req)} is missing or not a valid resourceId`,
-      );
+    // Node joins two of a header with `, `: `bob, alice` would be one more owner, so two are refused.
+    const sent = onceOnly(req, header);
+    const encoding = this.config.auth.headerPercentDecoding ? 'percent' : 'utf8';
+    const value = typeof sent === 'string' ? headerText(sent, encoding) : sent;
+    if (!isResourceId(value)) {
+      const why = value === REPEATED ? 'was sent more than once' : 'is missing or not a valid resourceId';
+      this.log.warn(`Identity header '${header}' from ${this.peer(req)} ${why}`);
       throw new DomainError('UNAUTHENTICATED', 'Authentication required');
     }
     return { resourceId: value, admin: false };

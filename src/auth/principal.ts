@@ -1,5 +1,5 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
-import { ID_PATTERN } from '../common/ids';
+import { ID_RULE, isId } from '../common/ids';
 
 /** Who is calling: the owner scope every thread, message and run query is filtered by. */
 export type Principal = {
@@ -30,8 +30,18 @@ export function idScope(principal: Principal, access: 'read' | 'write'): OwnerSc
 
 export const ANONYMOUS_RESOURCE = 'anonymous';
 
-/** What a resourceId may look like, whoever names it: an id (common/ids.ts). */
-export const RESOURCE_ID = ID_PATTERN;
+/** `%` and two hex digits: what percent-decoding turns into another character. */
+const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
+
+/**
+ * What a resourceId may look like, whoever names it and in every AUTH_MODE: an id (common/ids.ts)
+ * without a percent-escape, so that no owner is another's percent-encoded spelling (`%61lice` is not
+ * a second `alice`) and decoding a header can never move a user onto another's data
+ * (docs/identity-headers.md).
+ */
+export const isResourceId = (value: unknown): value is string => isId(value) && !PERCENT_ESCAPE.test(value);
+
+export const RESOURCE_RULE = `${ID_RULE}, without a percent-escape (\`%\` and two hex digits, such as \`%41\`)`;
 
 export type RequestWithPrincipal = { principal?: Principal };
 

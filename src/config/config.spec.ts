@@ -89,6 +89,7 @@ const DEFAULTS: AppConfig = {
     adminRole: undefined,
     clockToleranceS: 5,
     header: 'x-auth-request-user',
+    headerPercentDecoding: false,
     trustedProxies: [],
   },
   tracing: { url: undefined, serviceName: 'io-bridge', serviceVersion: '0.1.0' },
@@ -251,6 +252,7 @@ describe('loadConfig', () => {
           adminRole: 'io-admin',
           clockToleranceS: 30,
           header: 'x-auth-request-user',
+          headerPercentDecoding: false,
           trustedProxies: [],
         },
         tracing: {
@@ -297,8 +299,20 @@ describe('loadConfig', () => {
       expect(auth).toMatchObject({
         mode: 'header',
         header: 'x-forwarded-user',
+        headerPercentDecoding: false,
         trustedProxies: ['10.0.0.0/8', 'fd00::/8', '192.168.1.7'],
       });
+    });
+
+    it('AUTH_HEADER_PERCENT_DECODING is off unless set, and a boolean', () => {
+      const header = { AUTH_MODE: 'header', TRUSTED_PROXIES: '10.0.0.0/8' };
+      expect(loadConfig(header).auth.headerPercentDecoding).toBe(false);
+      expect(loadConfig({ ...header, AUTH_HEADER_PERCENT_DECODING: 'true' }).auth.headerPercentDecoding).toBe(
+        true,
+      );
+      expect(namedVariables(configError({ ...header, AUTH_HEADER_PERCENT_DECODING: 'maybe' }))).toEqual([
+        'AUTH_HEADER_PERCENT_DECODING',
+      ]);
     });
 
     it.each(['0', '300'])('JWT_CLOCK_TOLERANCE_S=%s is accepted', (value) => {

@@ -452,6 +452,12 @@ export const VARIABLES = {
     doc: 'the header holding the user (oauth2-proxy with `--set-xauthrequest`); any case',
     table: 'header',
   },
+  AUTH_HEADER_PERCENT_DECODING: {
+    schema: bool.default(false),
+    at: 'auth.headerPercentDecoding',
+    doc: '`true` only when the proxy percent-encodes the user (`jos%C3%A9`): the header is then percent-decoded and a raw byte beyond ASCII is refused; `false`, the header is the user as sent, raw UTF-8 (`josé`). Either way a user with a percent-escape (`%41`) is refused (see [Owners named in headers](identity-headers.md))',
+    table: 'header',
+  },
   TRUSTED_PROXIES: {
     schema: z
       .string()

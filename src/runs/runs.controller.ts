@@ -200,11 +200,13 @@ export class RunsController {
   ): Promise<void> {
     const after = resumePoint(lastEventId, afterParam, sequenceNumber) ?? 0;
     this.pino.assign({ runId, resourceId: principal.resourceId });
-    // Taken before any database work, released when the stream closes (or when nothing is streamed).
+    // The owner first: a request for another owner's run takes nothing of that run's readers.
+    const run = await this.streams.find(runId, principal);
+    // Taken before the events are read, released when the stream closes (or when nothing is streamed).
     const share = this.shares.takeReader(principal.resourceId, runId, reply.request.socket.remoteAddress);
     reply.raw.once('close', share);
     try {
-      const join = await this.streams.join(runId, principal, after);
+      const join = await this.streams.join(run, after);
       if (join) join(new SseWriter(new SseConnection(reply, this.writerOptions()), after));
       else await reply.status(204).send();
     } catch (err) {

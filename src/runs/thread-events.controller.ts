@@ -82,7 +82,9 @@ export class ThreadEventsController {
   ): Promise<void> {
     const after = resumePoint(lastEventId, afterParam, threadEventId);
     this.pino.assign({ threadId, resourceId: principal.resourceId });
-    // Taken before any database work, released when the stream closes (or when nothing is streamed).
+    // The owner first: a request for another owner's thread takes nothing of that thread's readers.
+    const thread = await this.threads.find(threadId, principal);
+    // Taken before the thread's runs are read, released when the stream closes (or when nothing is streamed).
     const share = this.shares.takeThreadReader(
       principal.resourceId,
       threadId,
@@ -90,7 +92,7 @@ export class ThreadEventsController {
     );
     reply.raw.once('close', share);
     try {
-      const follow = await this.threads.join(threadId, principal, after);
+      const follow = await this.threads.join(thread, after);
       follow(new SseConnection(reply, sseWriterOptions(this.config, this.metrics)));
     } catch (err) {
       share();

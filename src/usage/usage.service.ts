@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { RESOURCE_ID, type Principal } from '../auth/principal';
-import { ID_RULE } from '../common/ids';
+import { isResourceId, RESOURCE_RULE, type Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
 import { durationMs } from '../config/config';
@@ -112,9 +111,9 @@ export class UsageService {
 
   async setQuota(resourceId: string, dto: SetQuotaDto, principal: Principal): Promise<QuotaView> {
     operatorOnly(principal);
-    if (!RESOURCE_ID.test(resourceId))
-      throw new DomainError('VALIDATION_FAILED', `resourceId must be ${ID_RULE}`, [
-        { path: 'resourceId', message: `must be ${ID_RULE}` },
+    if (!isResourceId(resourceId))
+      throw new DomainError('VALIDATION_FAILED', `resourceId must be ${RESOURCE_RULE}`, [
+        { path: 'resourceId', message: `must be ${RESOURCE_RULE}` },
       ]);
     const windowMs = dto.window ? durationMs(dto.window) : this.defaults.windowMs;
     await this.db.query(

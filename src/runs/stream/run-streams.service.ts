@@ -190,19 +190,29 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Checks a request to read a run's events after `after`, before any byte is sent: another
-   * owner's run (or none) is a 404; a run ended longer than the retention ago (or whose events are
-   * gone) is a 410. Undefined when the run ended and the client has every event: nothing to stream
-   * (a 204, which also stops a browser EventSource from reconnecting). A run not held here has its
-   * first page read now; when storage cannot be read within the connect timeout (the streams' share
-   * of the pool taken, or the pool itself), the request is a 503.
+   * The run a request may read, checked before anything is counted for the request: another owner's
+   * run (or none) is a 404, the same whatever that owner is doing (docs/protocol.md, Owners). Read
+   * through the streams' share of the pool, like the join that follows; a 503 when it cannot be had
+   * within the connect timeout.
    */
-  join(runId: string, principal: Principal, after: number): Promise<Join | undefined> {
+  find(runId: string, principal: Principal): Promise<Run> {
     return this.stored.reads.run(async () => {
       const run = await this.runs.findOne(runId, idScope(principal, 'read'));
       if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
-      return this.prepareJoin(run, after);
+      return run;
     }, this.config.database.timeouts.connectMs);
+  }
+
+  /**
+   * Checks a request to read the events of a run it may read ({@link find}) after `after`, before any
+   * byte is sent: a run ended longer than the retention ago (or whose events are gone) is a 410.
+   * Undefined when the run ended and the client has every event: nothing to stream (a 204, which
+   * also stops a browser EventSource from reconnecting). A run not held here has its first page read
+   * now; when storage cannot be read within the connect timeout (the streams' share of the pool
+   * taken, or the pool itself), the request is a 503.
+   */
+  join(run: Run, after: number): Promise<Join | undefined> {
+    return this.stored.reads.run(() => this.prepareJoin(run, after), this.config.database.timeouts.connectMs);
   }
 
   /**

@@ -3,7 +3,7 @@ import { idScope, Principal } from '../../auth/principal';
 import { DomainError } from '../../common/errors';
 import { PgNotifications } from '../../database/pg-notifications.service';
 import { DrainState } from '../../ops/drain.service';
-import { ThreadsRepository } from '../../threads/threads.repository';
+import { ThreadRow, ThreadsRepository } from '../../threads/threads.repository';
 import { Run } from '../storage/run.entity';
 import { RunsRepository } from '../storage/runs.repository';
 import { Join, RunStreams } from './run-streams.service';
@@ -109,18 +109,25 @@ export class ThreadStreams implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Checks a request to follow a thread, before any byte is sent: another owner's thread (or none)
-   * is a 404. Without `after` the stream starts with the thread's active run, from its first event,
-   * or else with its next run. A position naming a run the thread has not had starts with the next.
+   * The thread a request may follow, checked before anything is counted for the request: another
+   * owner's thread (or none) is a 404, the same whatever that owner is doing (docs/protocol.md, Owners).
    */
-  async join(
-    threadId: string,
-    principal: Principal,
-    after: ThreadPosition | undefined,
-  ): Promise<(connection: SseConnection) => void> {
+  async find(threadId: string, principal: Principal): Promise<ThreadRow> {
     const thread = await this.threads.find(threadId, idScope(principal, 'read'));
     if (!thread) throw new DomainError('NOT_FOUND', `Thread '${threadId}' not found`);
-    const owner = thread.resourceId;
+    return thread;
+  }
+
+  /**
+   * Checks a request to follow a thread it may read ({@link find}), before any byte is sent. Without
+   * `after` the stream starts with the thread's active run, from its first event, or else with its
+   * next run. A position naming a run the thread has not had starts with the next.
+   */
+  async join(
+    thread: ThreadRow,
+    after: ThreadPosition | undefined,
+  ): Promise<(connection: SseConnection) => void> {
+    const { id: threadId, resourceId: owner } = thread;
     const latest = await this.runs.latestOfThread(threadId, owner);
     const next = { run: latest.count + 1, seq: 0 };
     const from = after
