@@ -43,7 +43,8 @@ export const AUDIT_SQL = `
   BEGIN
     IF TG_OP = 'INSERT' OR NEW.attempt > OLD.attempt THEN
       INSERT INTO chaos_claims (run_id, attempt, replica) VALUES (NEW.id, NEW.attempt, me);
-    ELSE
+    -- A replica that finds its run taken over gives its claim back (handovers + 1): bookkeeping, not a write of the run.
+    ELSIF to_jsonb(NEW) - 'handovers' IS DISTINCT FROM to_jsonb(OLD) - 'handovers' THEN
       holder := chaos_holder(NEW.id);
       IF me IS DISTINCT FROM holder THEN
         INSERT INTO chaos_foreign_writes (tbl, run_id, replica, holder, attempt, old_status, status, error_code)

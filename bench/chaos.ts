@@ -46,6 +46,11 @@ export type ChaosOptions = {
   faultEveryS: number;
   /** The faults in order; empty: kills for D, with `pauses` pauses spread among them. */
   faults: Fault[];
+  /**
+   * Which replica a fault hits: each in `turn`, or the `busiest` (the one holding the most runs,
+   * once one holds any: every fault hits live runs however long restarts take).
+   */
+  target: 'turn' | 'busiest';
   pauses: number;
   /** A killed replica is started again this long after its kill. */
   restartAfterMs: number;
@@ -83,6 +88,7 @@ export function defaultOptions(): ChaosOptions {
     durationS: 120,
     faultEveryS: 10,
     faults: [],
+    target: 'turn',
     pauses: 1,
     restartAfterMs: 1000,
     pauseMs: 0,
@@ -107,6 +113,7 @@ const NAMES: Record<string, keyof ChaosOptions> = {
   DURATION_S: 'durationS',
   FAULT_EVERY_S: 'faultEveryS',
   FAULTS: 'faults',
+  TARGET: 'target',
   PAUSES: 'pauses',
   RESTART_AFTER_MS: 'restartAfterMs',
   PAUSE_MS: 'pauseMs',
@@ -513,6 +520,16 @@ export async function runChaos(
       `chaos: ${o.concurrency} runs in flight${o.totalRuns ? ` (${o.totalRuns} in all)` : ''}; faults: ${faults.join(', ')}, one every ${o.faultEveryS} s`,
     );
 
+    /** The up replica holding the most runs, once one holds any (or after 30 s, the first). */
+    const busiest = async () => {
+      for (const until = Date.now() + 30_000; ; await sleep(100)) {
+        const held = await Promise.all(
+          slots.filter((s) => s.up && !s.paused).map(async (s) => ({ s, n: await runsHeldBy(db, s.label) })),
+        );
+        held.sort((a, b) => b.n - a.n);
+        if (held[0]?.n || Date.now() > until) return held[0]?.s ?? slots[0];
+      }
+    };
     const faultRecords: FaultRecord[] = [];
     const pauseRecords: PauseRecord[] = [];
     const since = () => Date.now() - t0;
@@ -530,7 +547,7 @@ export async function runChaos(
         : pausesDone < o.pauses && since() >= ((pausesDone + 0.5) * o.durationS * 1000) / o.pauses
           ? 'pause'
           : 'kill';
-      const slot = slots[i % slots.length];
+      const slot = o.target === 'busiest' ? await busiest() : slots[i % slots.length];
       const label = slot.label;
       const pid = slot.service!.pid;
       const record: FaultRecord = {

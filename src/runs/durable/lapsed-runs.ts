@@ -158,7 +158,7 @@ export class LapsedRuns {
   private async endLogs(ended: EndedRun[]): Promise<void> {
     for (const run of ended) {
       await endOrphanedLog(
-        { ...run, errorCode: LAPSED_END.code, errorMessage: LAPSED_END.message },
+        { ...run, status: 'error', errorCode: LAPSED_END.code, errorMessage: LAPSED_END.message },
         this.events,
       ).catch(() => undefined);
     }

@@ -70,6 +70,11 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   private span: Span | undefined;
   /** The tokens its model calls reported, one entry per provider and model (made on first use). */
   private usage: TokenUsage[] | undefined;
+  /**
+   * Resolves once the run's log has stored every event shown so far (set by the pipeline when its
+   * reader is a log): its end is recorded after, so a run recorded ended shows all it stored in its log.
+   */
+  logStored: (() => Promise<void>) | undefined;
   /** Parks the run (its reader tears it down here): set by the pipeline when parking is on. */
   onPark: ((toolCallId: string, remainingMs: number) => void) | undefined;
   /** When parking is on: each frontend wait's countdown to parking, from its call's TOOL_CALL_END shown. */
@@ -357,6 +362,8 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   private async record(ending: Ending, closeOpen: () => void): Promise<Terminal> {
     const cut = ending.terminal ? this.collector.openTextIds() : new Set<string>();
     if (ending.terminal) closeOpen();
+    // A database that may let the lease lapse is not waited on; the fence keeps the log whole then.
+    if (!this.leaseMayLapse) await this.logStored?.();
     const terminal = await recordEnding(ending, {
       run: this.prepared,
       attempt: this.attempt,

@@ -4,6 +4,7 @@ import { AguiEvent } from '../../protocol/agui-events';
 import type { HandedRun } from '../durable/lapsed-runs';
 import { ownToolCalls } from '../tools/own-tool-calls';
 import { guardLifecycle } from './lifecycle-guard';
+import type { LogReader } from '../stream/run-log';
 import { LiveRun, LiveRuns } from './live-runs';
 import { MastraRunner } from './mastra-runner';
 import { translate } from './mastra-to-agui';
@@ -34,7 +35,9 @@ export function runEvents$(
   continued?: Continued,
 ): Subscribable<AguiEvent> {
   return {
-    subscribe: (reader) => {
+    subscribe: (reader: Partial<Observer<AguiEvent>> & Partial<Pick<LogReader, 'stored'>>) => {
+      // The run records its end once its log has stored what it showed (RunLog.settled).
+      if (reader.stored) run.logStored = () => reader.stored!();
       run.start();
       const reading = new RunReading(run, reader, deps.live, share);
       deps.live.add(reading);

@@ -132,6 +132,21 @@ export class RunsRepository {
   }
 
   /**
+   * Takes over an ended run whose log lacks its terminal event, to end that log (its replica died
+   * between the two, or is too slow to write it): the claim after `attempt`, so a late write of that
+   * replica is refused and every reader gets the one end stored. Undefined when another claim came
+   * first (someone else ends the log).
+   */
+  async takeOverEnded(runId: string, attempt: number): Promise<number | undefined> {
+    const rows: Array<{ attempt: number }> = await this.runs.query(
+      `UPDATE runs SET attempt = attempt + 1
+        WHERE id = $1 AND ${unindexed(`attempt = $2 AND NOT ${ACTIVE}`)} RETURNING attempt`,
+      [runId, attempt],
+    );
+    return rows[0]?.attempt;
+  }
+
+  /**
    * Records what each run has shown so far (its messages) and, when a step completed since, the
    * messages up to it and its usage (its progress: another replica continues from there), renewing its lease in the same write;
    * returns the runs still active, as `renewLeases` does.

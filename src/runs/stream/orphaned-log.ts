@@ -1,23 +1,29 @@
-import { AguiEvent } from '../../protocol/agui-events';
+import { AguiEvent, RunErrorCode } from '../../protocol/agui-events';
 import { readStoredLog } from '../durable/stored-log';
 import type { RunEventsRepository } from '../storage/run-events.repository';
 import type { Run } from '../storage/run.entity';
 import { frame } from './run-log';
 
 /**
- * Ends the stored log of a run that ended without a terminal event in it (its instance died, and
- * another recorded it INTERRUPTED) as the run was recorded: what was open is closed, then RUN_ERROR.
- * Stored first-come, so every reader gets the same frames.
+ * Ends the stored log of a run that ended without a terminal event in it (its instance died after
+ * recording the end, or another recorded it INTERRUPTED) as the run was recorded: what was open is
+ * closed, then RUN_FINISHED for a finished run (its end was recorded once its log held all it showed:
+ * only the terminal event is missing), else RUN_ERROR with the recorded code. Stored first-come,
+ * so every reader gets the same frames.
  */
 export async function endOrphanedLog(
-  run: Pick<Run, 'id' | 'threadId' | 'attempt' | 'errorCode' | 'errorMessage'>,
+  run: Pick<Run, 'id' | 'threadId' | 'attempt' | 'status' | 'errorCode' | 'errorMessage'>,
   events: RunEventsRepository,
 ): Promise<void> {
   const tail: AguiEvent[] = [];
   const log = await readStoredLog(run, events, (event) => tail.push(event));
   if (log.terminal) return;
-  const code = run.errorCode === 'CANCELLED' ? 'CANCELLED' : 'INTERRUPTED';
-  log.lifecycle.fail(code, run.errorMessage ?? 'The run was interrupted; please retry');
+  if (run.status === 'finished') log.lifecycle.finish();
+  else
+    log.lifecycle.fail(
+      (run.errorCode ?? (run.status === 'cancelled' ? 'CANCELLED' : 'INTERRUPTED')) as RunErrorCode,
+      run.errorMessage ?? 'The run was interrupted; please retry',
+    );
   let seq = log.last;
   const first = seq + 1;
   const frames = tail.map((event) => frame(++seq, event)).join('');

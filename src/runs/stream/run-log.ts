@@ -1,4 +1,4 @@
-import { Subscribable, Unsubscribable } from 'rxjs';
+import { Observer, Subscribable, Unsubscribable } from 'rxjs';
 import { AguiEvent } from '../../protocol/agui-events';
 import { Chunk } from '../storage/run-events.repository';
 
@@ -18,6 +18,12 @@ export function parseFrames(frames: string): AguiEvent[] {
 const RECENT_MS = 1000;
 
 const isTerminal = (event: AguiEvent) => event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR';
+
+/**
+ * The log as its run's events see it: an observer that can also say when what it took is stored
+ * (the run records its end after that).
+ */
+export type LogReader = Observer<AguiEvent> & { stored(): Promise<void> };
 
 /** Whoever receives a run's frames: a client's stream. */
 export interface FrameSink {
@@ -88,6 +94,8 @@ export class RunLog {
   /** A continued run's (an earlier replica's log goes on here). */
   continued = false;
   private pending: AguiEvent[] = [];
+  /** Who waits for the events up to `seq` to be stored (settled()). */
+  private waiters: Array<{ seq: number; resolve: () => void }> = [];
   /** The run's first content was framed: from then on the events of a turn are framed together. */
   private contentFramed = false;
   private flushScheduled = false;
@@ -112,10 +120,34 @@ export class RunLog {
    */
   start(events$: Subscribable<AguiEvent>, first: AguiEvent[] = []): void {
     for (const event of first) this.enqueue(event);
-    this.subscription = events$.subscribe({
+    const reader: LogReader = {
       next: (event) => this.enqueue(event),
       complete: () => this.finish(),
       error: () => this.finish(),
+      stored: () => this.settled(),
+    };
+    this.subscription = events$.subscribe(reader);
+  }
+
+  /**
+   * Resolves once every event taken so far is stored (or storing fails: the run's end does not wait
+   * on a database that is down). The run's end is recorded after it, so a run recorded ended has
+   * all it showed in its log, and a log cut before its terminal event lacks only that.
+   */
+  settled(): Promise<void> {
+    this.flush();
+    if (this.storedSeq >= this.seq || this.failing || this.handedOver) return Promise.resolve();
+    const seq = this.seq;
+    return new Promise((resolve) => this.waiters.push({ seq, resolve }));
+  }
+
+  private wake(): void {
+    if (!this.waiters.length) return;
+    const done = this.failing || this.handedOver;
+    this.waiters = this.waiters.filter((w) => {
+      if (!done && w.seq > this.storedSeq) return true;
+      w.resolve();
+      return false;
     });
   }
 
@@ -171,11 +203,13 @@ export class RunLog {
     this.recent.splice(0, old);
     this.sentAt.splice(0, old);
     if (this.ended) this.endSinks();
+    this.wake();
   }
 
   /** A write of this log failed: a complete log ends its readers now, the rest sent without ids. */
   storeFailed(): void {
     this.failing = true;
+    this.wake();
     if (this.complete) this.endSinks(withoutIds(this.unstored.map((c) => c.frames).join('')));
   }
 
@@ -200,6 +234,7 @@ export class RunLog {
     this.subscription = undefined;
     const sinks = [...this.sinks];
     this.sinks.clear();
+    this.wake();
     subscription?.unsubscribe();
     return sinks;
   }
@@ -216,6 +251,7 @@ export class RunLog {
     clearTimeout(this.grace);
     const sinks = [...this.sinks];
     this.sinks.clear();
+    this.wake();
     this.options.produced(this);
     return sinks;
   }

@@ -189,7 +189,8 @@ export class StoredStreams {
     const run = await this.runs.findOne(runId, ANY_OWNER);
     if (!run || isActiveStatus(run.status) || this.logs.has(runId)) return false;
     if (!run.finishedAt || Date.now() - run.finishedAt.getTime() < ORPHAN_AFTER_MS) return false;
-    await endOrphanedLog(run, this.events);
+    const attempt = await this.runs.takeOverEnded(run.id, run.attempt);
+    if (attempt !== undefined) await endOrphanedLog({ ...run, attempt }, this.events);
     return true;
   }
 }
