@@ -8,7 +8,9 @@ import {
 } from './body-limits';
 import { DomainError } from './errors';
 import { JsonLimitScan, scanJson, ScanVerdict } from './json-scan';
+import { TurnShare } from './turn-share';
 
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 const HUGE: BodyLimits = { maxDepth: 1e6, maxValues: 1e9, maxStringLength: 1e9 };
 const HUGE_RUN: RunBodyLimits = {
   maxMessages: 1e9,
@@ -130,7 +132,6 @@ describe('JsonLimitScan', () => {
       maxContentParts: 8,
       maxForwardedPropsKeys: 50,
     };
-    const range = (n: number) => Array.from({ length: n }, (_, i) => i);
     const input = (extra: Record<string, unknown>) => ({
       threadId: 't',
       runId: 'r',
@@ -186,15 +187,25 @@ describe('JsonLimitScan', () => {
       expect(detail(verdict)?.path).toBe(oracle.details?.[0]?.path);
     });
 
-    it('a list over its limit outranks the other limits, wherever it is in the text', () => {
+    it('a list over its limit outranks the other limits; of several, the first in the text is named', () => {
       const body = { state: range(5000), tools: range(200), messages: range(2000).map(() => ({})) };
       const verdict = scan(JSON.stringify(body), limits, run);
-      expect(detail(verdict)).toEqual({ path: 'messages', message: 'at most 1000 messages per run' });
+      expect(detail(verdict)).toEqual({ path: 'tools', message: 'at most 128 tools per run' });
+      // The checks named messages: the same status and code.
+      expect(refusal(verdict)).toEqual({ status: 400, code: checked(body, limits, run)!.code });
     });
 
-    it('text that is not JSON outranks every limit', () => {
-      const text = JSON.stringify({ tools: range(200) }).slice(0, -1);
+    it('text that is not JSON outranks the limits that are not 400', () => {
+      const text = JSON.stringify({ state: range(5000) }).slice(0, -1);
       expect(scan(text, limits, run)).toEqual({ ok: false, invalid: true });
+    });
+
+    it('the scan stops at a list over its limit, the rest unread', () => {
+      const text = JSON.stringify({ tools: range(200) }) + ' and then anything';
+      const s = new JsonLimitScan(text, limits, run);
+      s.step(Infinity);
+      expect(s.done).toBe(true);
+      expect(detail(s.verdict())?.path).toBe('tools');
     });
 
     it('keys are compared once decoded ("\\u0074ools" is tools)', () => {
@@ -258,7 +269,9 @@ describe('JsonLimitScan', () => {
         small.map((s) => [{ ...HUGE, maxStringLength: s.maxStringLength }, undefined] as const),
         small.map((s) => [{ ...HUGE, maxDepth: s.maxDepth }, undefined] as const),
         smallRun.map((r) => [HUGE, { ...HUGE_RUN, maxForwardedPropsKeys: r.maxForwardedPropsKeys }] as const),
-        smallRun.map((r) => [HUGE, { ...r, maxForwardedPropsKeys: 1e9 }] as const),
+        fc
+          .tuple(fc.constantFrom('maxMessages', 'maxTools', 'maxContext', 'maxContentParts'), fc.nat(4))
+          .map(([limit, max]) => [HUGE, { ...HUGE_RUN, [limit]: max }] as const),
       );
       fc.assert(
         fc.property(fc.oneof(value, runBody), one, (body, [bodyLimits, runLimits]) => {
@@ -299,6 +312,24 @@ describe('JsonLimitScan', () => {
       expect(detail(whole)).toEqual({ path: '1', message: 'a key is longer than 40 characters' });
       for (const slice of [1, 2, 3, 5, 8])
         expect(await scanJson(text, limits, undefined, slice)).toEqual(whole);
+    });
+
+    it('with a TurnShare, all scans together take its share of each turn', async () => {
+      const share = new TurnShare(2);
+      const texts = Array.from({ length: 3 }, () => JSON.stringify(range(3000)));
+      let turns = 0;
+      let counting = true;
+      const count = () => {
+        turns++;
+        if (counting) setImmediate(count);
+      };
+      setImmediate(count);
+      const verdicts = await Promise.all(texts.map((t) => scanJson(t, HUGE, undefined, 1024, share)));
+      counting = false;
+      expect(verdicts).toEqual(texts.map(() => ({ ok: true })));
+      // Three texts of about 14 slices each, two slices a turn: about 21 turns, never fewer.
+      const slices = texts.reduce((n, t) => n + Math.ceil(t.length / 1024), 0);
+      expect(turns).toBeGreaterThanOrEqual(Math.floor(slices / 2) - 1);
     });
 
     it('lets the event loop turn between slices', async () => {

@@ -2,6 +2,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { errorCodes, type FastifyBodyParser, type FastifyRequest } from 'fastify';
 import type { BodyLimits, RunBodyLimits } from './body-limits';
 import { DomainError } from './errors';
+import { TurnShare } from './turn-share';
 
 /**
  * Characters of JSON text scanned in one turn of the event loop: a few milliseconds at most (about
@@ -56,12 +57,14 @@ const invalid = (path: string, message: string) =>
  * message's content parts and forwardedProps' keys. It holds a few numbers per nesting level and
  * never a value, so a refused body costs a scan of its text, not the objects it would make.
  *
- * The verdict is the one the checks of the parsed body gave (body-limits.ts), in their order: text
- * that is not JSON first (as JSON.parse refuses it), then a `RunAgentInput` list longer than its
- * limit (messages, tools, context), a message with too many content parts (the first), then the
+ * The verdict has the status and code the checks of the parsed body gave (body-limits.ts), in
+ * their order: text that is not JSON (400, as JSON.parse refuses it) or a `RunAgentInput` list longer
+ * than its limit (messages, tools, context, a message's content parts: 400 naming it), then the
  * first of values, string and key lengths and nesting crossed in the text's order, then
- * forwardedProps' keys. So the whole text is scanned (at most MAX_BODY_BYTES) unless it stops being
- * JSON, and {@link step} lets a caller do it in slices.
+ * forwardedProps' keys. The scan stops at the first list over its limit (nothing can change that
+ * answer's status and code; among several such lists, the first in the text is named) or where the
+ * text stops being JSON; past any other limit it goes on to the end (at most MAX_BODY_BYTES), as a
+ * 400 further on outranks it, and {@link step} lets a caller do it in slices.
  */
 export class JsonLimitScan {
   private pos = 0;
@@ -89,8 +92,8 @@ export class JsonLimitScan {
   private stringShorter = 0;
   private stringIsKey = false;
   private notJson = false;
-  /** A list or content parts over their limit: the refusal and its rank (lower wins). */
-  private listError: { rank: number; error: DomainError } | undefined;
+  /** The first list (or message's content parts) over its limit: the scan stops there. */
+  private listError: DomainError | undefined;
   private bodyError: DomainError | undefined;
   private propsError: DomainError | undefined;
 
@@ -107,13 +110,15 @@ export class JsonLimitScan {
 
   /** Scanned to the end, or found not to be JSON. */
   get done(): boolean {
-    return this.notJson || (this.pos >= this.text.length && this.stringFrom < 0);
+    return this.notJson || !!this.listError || (this.pos >= this.text.length && this.stringFrom < 0);
   }
 
   /** The verdict, once {@link done}. */
   verdict(): ScanVerdict {
-    if (this.notJson || this.expect !== END) return { ok: false, invalid: true };
-    const error = this.listError?.error ?? this.bodyError ?? this.propsError;
+    if (this.notJson) return { ok: false, invalid: true };
+    if (this.listError) return { ok: false, error: this.listError };
+    if (this.expect !== END) return { ok: false, invalid: true };
+    const error = this.bodyError ?? this.propsError;
     return error ? { ok: false, error } : { ok: true };
   }
 
@@ -121,7 +126,7 @@ export class JsonLimitScan {
   step(chars: number): void {
     const text = this.text;
     const stop = Math.min(text.length, (this.stringFrom < 0 ? this.pos : this.stringFrom) + chars);
-    while (!this.notJson) {
+    while (!this.notJson && !this.listError) {
       if (this.stringFrom >= 0) {
         if (!this.string(stop)) return;
         continue;
@@ -219,19 +224,18 @@ export class JsonLimitScan {
     const run = this.run;
     if (!run || role === NONE) return;
     if (role === MESSAGES && count > run.maxMessages)
-      this.listed(0, 'messages', run.maxMessages, 'messages per run');
-    else if (role === TOOLS && count > run.maxTools) this.listed(1, 'tools', run.maxTools, 'tools per run');
+      this.listed('messages', run.maxMessages, 'messages per run');
+    else if (role === TOOLS && count > run.maxTools) this.listed('tools', run.maxTools, 'tools per run');
     else if (role === CONTEXT && count > run.maxContext)
-      this.listed(2, 'context', run.maxContext, 'context entries per run');
+      this.listed('context', run.maxContext, 'context entries per run');
     else if (role === PARTS && count > run.maxContentParts) {
       const path = `messages.${this.partsOf}.content`;
-      this.listed(3 + this.partsOf, path, run.maxContentParts, 'content parts per message');
+      this.listed(path, run.maxContentParts, 'content parts per message');
     }
   }
 
-  private listed(rank: number, path: string, max: number, what: string): void {
-    if (this.listError && this.listError.rank <= rank) return;
-    this.listError = { rank, error: invalid(path, `at most ${max} ${what}`) };
+  private listed(path: string, max: number, what: string): void {
+    this.listError = invalid(path, `at most ${max} ${what}`);
   }
 
   private open(kind: number): void {
@@ -410,20 +414,26 @@ export class JsonLimitScan {
   }
 }
 
+/** Slices of JSON text scanned in one turn of the event loop, all bodies together. */
+export const SCAN_SLICES_PER_TURN = 4;
+
 /**
- * The verdict of {@link JsonLimitScan} on `text`, scanned a slice at a time with a turn of the event
- * loop between slices: however large the body (up to MAX_BODY_BYTES), no turn holds more than a slice.
+ * The verdict of {@link JsonLimitScan} on `text`, scanned a slice at a time, each slice once `turns`
+ * has room (without it, one a turn): however large the body (up to MAX_BODY_BYTES) and however many
+ * arrive at once, no turn of the event loop holds more than `turns` allows.
  */
 export async function scanJson(
   text: string,
   limits: BodyLimits,
   run?: RunBodyLimits,
   sliceChars = SCAN_SLICE_CHARS,
+  turns?: TurnShare,
 ): Promise<ScanVerdict> {
   const scan = new JsonLimitScan(text, limits, run);
+  if (turns) await turns.take();
   scan.step(sliceChars);
   while (!scan.done) {
-    await turn();
+    await (turns ? turns.take() : turn());
     scan.step(sliceChars);
   }
   return scan.verdict();
@@ -442,11 +452,13 @@ export function boundedJsonParser(
   parse: FastifyBodyParser<string>,
   scanned: WeakSet<FastifyRequest>,
 ) {
+  // Shared by every body this parser checks: SCAN_SLICES_PER_TURN slices a turn, all together.
+  const turns = new TurnShare(SCAN_SLICES_PER_TURN);
   const check = async (request: FastifyRequest, body: Buffer): Promise<unknown> => {
     const text = body.toString('utf8');
     if (text.length) {
       const isRun = request.method === 'POST' && request.routeOptions.url === run.route;
-      const verdict = await scanJson(text, limits, isRun ? run.limits : undefined);
+      const verdict = await scanJson(text, limits, isRun ? run.limits : undefined, SCAN_SLICE_CHARS, turns);
       if (!verdict.ok) {
         if ('error' in verdict) throw verdict.error;
         throw new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY();
