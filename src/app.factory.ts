@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyRequest } from 'fastify';
 import { SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
@@ -13,6 +14,7 @@ import { DomainErrorFilter } from './common/error.filter';
 import { DomainError, ErrorDetail, envelope } from './common/errors';
 import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from './common/body-limits';
 import { SafeInputPipe } from './common/safe-input';
+import { boundedJsonParser } from './common/json-scan';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
 import { openApiDocument, serveDocsPage, swaggerUiOptions } from './openapi/document';
@@ -96,11 +98,14 @@ export async function createApp(
     void reply.header('x-request-id', request.id);
     done();
   });
-  // A body's size is checked as soon as it is parsed, before guards and validation walk it: a refusal
-  // costs what the limits allow, never what the client sent.
+  // A JSON body is checked against the limits before it is parsed, a slice of its text at a time
+  // (boundedJsonParser, registered below). Bodies of the other types are checked as soon as they are
+  // parsed, before guards and validation walk them: a refusal costs what the limits allow, never
+  // what the client sent.
   const runRoute = `${config.prefix}/run`;
+  const scanned = new WeakSet<FastifyRequest>();
   adapter.getInstance().addHook('preValidation', (request, reply, done) => {
-    if (request.body === undefined) return done();
+    if (request.body === undefined || scanned.has(request)) return done();
     const isRun = request.method === 'POST' && request.routeOptions.url === runRoute;
     const error =
       (isRun ? runBodyLimitError(request.body, config.limits) : undefined) ??
@@ -123,6 +128,21 @@ export async function createApp(
     },
   );
   app.useLogger(quietStartup(app.get(PinoNestLogger)));
+  const { limits } = config;
+  app.useBodyParser(
+    'application/json',
+    { bodyLimit: limits.maxBodyBytes },
+    boundedJsonParser(
+      {
+        maxDepth: limits.maxJsonDepth,
+        maxValues: limits.maxJsonValues,
+        maxStringLength: limits.maxStringLength,
+      },
+      { route: runRoute, limits },
+      adapter.getInstance().getDefaultJsonParser('error', 'error'),
+      scanned,
+    ),
+  );
   app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
   // Helmet's headers, computed once: with this configuration they are the same for every response
   // (@fastify/helmet rebuilt the middleware, parsing the CSP, on every request). They are set on

@@ -120,6 +120,75 @@ describe('request bodies are bounded before they are validated (built service)',
     );
   });
 
+  // Issue 33: a JSON body is checked against the limits a slice of its text at a time, before it is
+  // parsed (docs/limits.md#request-bodies); the refusals are the ones the parsed body got.
+  it('bodies far over the limits, all at once, are each refused with their code while the service goes on answering', async () => {
+    const refused = [
+      ...Array.from({ length: 4 }, () =>
+        expectRefused('/run', runInput('hi', { tools: range(MANY).map((i) => ({ name: `tool_${i}` })) }), {
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          path: 'tools',
+        }),
+      ),
+      ...Array.from({ length: 4 }, () =>
+        expectRefused(
+          '/run',
+          runInput('hi', { forwardedProps: Object.fromEntries(range(MANY).map((i) => [`k${i}`, i])) }),
+          { status: 413, code: 'PAYLOAD_TOO_LARGE', path: 'forwardedProps' },
+        ),
+      ),
+      expectRefused('/run', runInput('hi', { state: range(500_000).map(() => 0) }), {
+        status: 413,
+        code: 'PAYLOAD_TOO_LARGE',
+        path: 'state',
+      }),
+    ];
+    const live = fetch(`${service!.origin}/health/live`);
+    const input = runInput('hi');
+    const run = fetch(`${service!.base}/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify(input),
+    });
+    expect((await live).status).toBe(200);
+    const served = await run;
+    expect(served.status).toBe(200);
+    assertStreamRules(await (await readRun(served)).done, input);
+    await Promise.all(refused);
+  });
+
+  it.each([
+    [
+      'cut short past MAX_JSON_VALUES (a 413 it outranks)',
+      JSON.stringify(runInput('hi', { state: range(5000) })).slice(0, -1),
+    ],
+    ['with a stray comma', '{"threadId":"t",}'],
+  ])('a body that is not JSON, %s: 400 as before', async (_name, body) => {
+    const res = await fetch(`${service!.base}/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(res.status).toBe(400);
+    // Fastify's own error for it, as its JSON parser answered before.
+    expect(await res.json()).toEqual({
+      statusCode: 400,
+      code: 'VALIDATION_FAILED',
+      message: expect.stringMatching(/not valid JSON/),
+    });
+  });
+
+  it('a body that sets __proto__ is refused (prototype poisoning), as Fastify refuses it', async () => {
+    const res = await fetch(`${service!.base}/threads`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"metadata":{"__proto__":{"admin":true}}}',
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
+  });
+
   it('a run at the limits is served', async () => {
     let state: unknown = 1;
     for (let i = 0; i < 10; i++) state = { s: state };

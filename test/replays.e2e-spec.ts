@@ -179,6 +179,60 @@ describe('400 parallel replays of a finished 3 MB run (pool of 4, 250 ms to get 
   }, 300_000);
 });
 
+/** The log of `runId` as stored (`run_events`), read whole: what every replay of it must carry. */
+async function storedLog(runId: string): Promise<Digest> {
+  const client = new Client({ connectionString: process.env.E2E_DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ frames: string }>(
+      'SELECT frames FROM run_events WHERE run_id = $1 ORDER BY first_seq',
+      [runId],
+    );
+    return await digest([Buffer.from(rows.map((r) => r.frames).join(''))]);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Issue 33: a storm of replays is written a slice at a time, a bounded number of slices per turn of
+ * the event loop (docs/limits.md#replays). Pacing must not cost a byte: with the caps lifted and time
+ * to wait for the database, every one of 400 replays is the stored log, byte for byte and in order,
+ * ending with the terminal event, while `/health/live` keeps answering.
+ */
+describe('a storm of 400 replays of a 3 MB run, each paced by the turns of the event loop', () => {
+  let service: BuiltService | undefined;
+  let run: Awaited<ReturnType<typeof recordRun>>;
+  beforeAll(async () => {
+    service = await startBuiltService({
+      DATABASE_URL: process.env.E2E_DATABASE_URL!,
+      DATABASE_CONNECT_TIMEOUT_MS: '120000',
+      MAX_READERS_PER_OWNER: '1000',
+      MAX_READERS_PER_RUN: '1000',
+    });
+    run = await recordRun(service, `/bench ${DELTAS} 0 0`);
+  }, 180_000);
+  afterAll(() => service?.stop());
+
+  it('every replay is the stored log byte for byte, with its terminal event; /health/live answers 200 throughout', async () => {
+    const stored = await storedLog(run.runId);
+    expect(stored.bytes).toBeGreaterThan(2.5e6);
+    expect(stored.last).toContain('"type":"RUN_FINISHED"');
+    const live = probe(`${service!.origin}/health/live`);
+    const outcomes = await Promise.all(Array.from({ length: REPLAYS }, () => replay(service!, run.runId)));
+    const liveStatuses = await live.stop();
+
+    const wrong = outcomes.flatMap((o, i) =>
+      o.kind === 'stream' && o.digest.sha === stored.sha && o.digest.trailing === ''
+        ? []
+        : [{ i, ...(o.kind === 'stream' ? { ...o.digest, sha: undefined } : o) }],
+    );
+    expect(wrong).toEqual([]);
+    expect(liveStatuses.length).toBeGreaterThan(0);
+    expect(liveStatuses.filter((s) => s !== 200)).toEqual([]);
+  }, 300_000);
+});
+
 describe('replays and a database that cannot serve them (pool of 3, 3 s statement timeout)', () => {
   let service: BuiltService | undefined;
   /** A 13 MB log: more than the kernel buffers of a loopback connection hold, so a paused reader stalls the stream. */

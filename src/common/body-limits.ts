@@ -82,8 +82,9 @@ function keysUpTo(value: unknown, cap: number): number {
   while (stack.length && count <= cap) {
     const node = stack.pop();
     if (typeof node !== 'object' || node === null) continue;
+    // Every element: the body's value limit held, and keys inside any of them count.
     if (Array.isArray(node)) {
-      stack.push(...node.slice(0, cap + 1));
+      for (const item of node) stack.push(item);
       continue;
     }
     const keys = Object.keys(node);

@@ -39,6 +39,12 @@ export const RUN_EVENTS_CHANNEL = 'io_bridge_run_events';
  */
 export const READ_PAGE = 1024;
 export const READ_PAGE_BYTES = 256 * 1024;
+/**
+ * The page a join reads before any header (whether there is anything to stream) is its first chunk
+ * and those that fit in 16 KiB: what a replay holds while it waits its turn to stream
+ * (docs/limits.md#replays), so 400 waiting hold 6 MB, not 100.
+ */
+export const FIRST_PAGE_BYTES = 16 * 1024;
 
 /** A page of a run's log: its chunks in order, and whether the log went on past them (read again from the last). */
 export type Page = { chunks: Chunk[]; more: boolean };
@@ -145,9 +151,10 @@ export class RunEventsRepository {
   /**
    * The run's stored chunks holding events after `after`, in order (the first may start before it),
    * a page of them (READ_PAGE, READ_PAGE_BYTES), and its terminal chunk in any case when the page
-   * reaches it, so a reader that has everything learns the log is complete.
+   * reaches it, so a reader that has everything learns the log is complete. `maxBytes` is the
+   * page's size (the first chunk is always in it).
    */
-  async page(runId: string, after: number): Promise<Page> {
+  async page(runId: string, after: number, maxBytes = READ_PAGE_BYTES): Promise<Page> {
     // `upto`: the page's bytes up to and including the row; a row starting past the limit is left out.
     const rows = await queryPrepared<Chunk & { upto: number }>(
       this.db,
@@ -158,12 +165,12 @@ export class RunEventsRepository {
            FROM run_events
           WHERE run_id = $1 AND (last_seq > $2::bigint OR terminal) ORDER BY first_seq LIMIT $3) page
         WHERE upto - octet_length(frames) < $4`,
-      [runId, after, READ_PAGE, READ_PAGE_BYTES],
+      [runId, after, READ_PAGE, maxBytes],
     );
     const last = rows.at(-1);
     const chunks = rows.map(({ first, last, frames, terminal }) => ({ first, last, frames, terminal }));
     // Cut by a limit (the row after the last one would start past READ_PAGE_BYTES), not by the log's end.
-    const more = !!last && !last.terminal && (rows.length === READ_PAGE || last.upto >= READ_PAGE_BYTES);
+    const more = !!last && !last.terminal && (rows.length === READ_PAGE || last.upto >= maxBytes);
     return { chunks, more };
   }
 

@@ -9,7 +9,12 @@ import { Metrics } from '../../ops/metrics.service';
 import { AguiEvent } from '../../protocol/agui-events';
 import { RunLog } from './run-log';
 import { RunLogWriter } from './run-log-writer';
-import { Page, RUN_EVENTS_CHANNEL, RunEventsRepository } from '../storage/run-events.repository';
+import {
+  FIRST_PAGE_BYTES,
+  Page,
+  RUN_EVENTS_CHANNEL,
+  RunEventsRepository,
+} from '../storage/run-events.repository';
 import { isActiveStatus, Run } from '../storage/run.entity';
 import { RunsRepository } from '../storage/runs.repository';
 import { SseWriter } from './sse-writer';
@@ -235,7 +240,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
           ? Date.now() - run.finishedAt.getTime()
           : Infinity;
       if (ended !== undefined && ended > this.config.runEvents.retentionMs) throw this.expired(runId);
-      first = await this.events.page(runId, after);
+      first = await this.events.page(runId, after, FIRST_PAGE_BYTES);
       if (ended !== undefined) {
         if (ended > ORPHAN_AFTER_MS && !first.chunks.length && !(await this.events.any(runId)))
           throw this.expired(runId);

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ANY_OWNER } from '../../auth/principal';
 import { DomainError } from '../../common/errors';
 import { Gate } from '../../common/gate';
+import { TurnShare } from '../../common/turn-share';
 import type { AppConfig } from '../../config/config';
 import { Metrics } from '../../ops/metrics.service';
 import { Chunk, Page, parseAnnouncement, RunEventsRepository } from '../storage/run-events.repository';
@@ -20,6 +21,44 @@ const FOLLOW_POLL_MS = 1_000;
  */
 export const ORPHAN_AFTER_MS = 3_000;
 
+/** Frames (in characters) of stored chunks written to a stream in one socket write; a larger chunk goes alone. */
+export const REPLAY_SLICE_BYTES = 64 * 1024;
+/**
+ * Slices of stored frames written in one turn of the event loop, all streams together: 512 KiB, a
+ * few milliseconds of writing on the 2-core VM (docs/limits.md#replays).
+ */
+export const REPLAY_SLICES_PER_TURN = 8;
+
+/**
+ * Streams of an instance that hold a page of stored frames at once: 16 pages of 256 KiB at most are
+ * in memory, whatever the number of replays (400 holding theirs made the garbage collector hold the
+ * event loop hundreds of milliseconds).
+ */
+export const REPLAYS_AT_ONCE = 16;
+
+/**
+ * The chunks from `from` that follow each other, up to REPLAY_SLICE_BYTES of frames (one at least),
+ * as one chunk; `next` is the index after them.
+ */
+export function sliceOf(chunks: readonly Chunk[], from: number): { chunk: Chunk; next: number } {
+  const first = chunks[from];
+  let next = from + 1;
+  let bytes = first.frames.length;
+  while (
+    next < chunks.length &&
+    chunks[next].first === chunks[next - 1].last + 1 &&
+    bytes + chunks[next].frames.length <= REPLAY_SLICE_BYTES
+  ) {
+    bytes += chunks[next].frames.length;
+    next++;
+  }
+  if (next === from + 1) return { chunk: first, next };
+  const taken = chunks.slice(from, next);
+  const last = taken[taken.length - 1];
+  const frames = taken.map((c) => c.frames).join('');
+  return { chunk: { first: first.first, last: last.last, frames, terminal: last.terminal }, next };
+}
+
 /** A stream following a run's storage, told of each announced write (its chunk when the frames came with it). */
 type Follower = (chunk: Chunk | undefined) => void;
 
@@ -37,6 +76,13 @@ export class StoredStreams {
   private readonly followers = new Map<string, Set<Follower>>();
   /** Streams following storage, so a draining instance can close them. */
   private readonly following = new Set<SseWriter>();
+  /** The slices of stored frames this instance's streams write in one turn of the event loop. */
+  private readonly turns = new TurnShare(REPLAY_SLICES_PER_TURN);
+  /** Streams holding a page of stored frames (reading or writing it), REPLAYS_AT_ONCE at most; the others wait in order. */
+  private readonly replaying = new Gate(
+    REPLAYS_AT_ONCE,
+    () => new Error('a replay waits its turn, never refused'),
+  );
 
   constructor(
     config: AppConfig,
@@ -149,22 +195,34 @@ export class StoredStreams {
 
   /**
    * Sends `writer` stored chunks after what it has (from `page` when given), a page at a time, as
-   * fast as its socket takes them (never queueing more than a chunk behind it). No connection (nor
-   * place in `reads`) is held while the socket drains. True when it got the terminal event.
+   * fast as its socket takes them, each page once the stream has one of the REPLAYS_AT_ONCE places.
+   * A page goes out a slice at a time (REPLAY_SLICE_BYTES of frames in one socket write), each slice
+   * once the socket drained what it was given and the replica's {@link turns} has room: however many
+   * streams replay, one turn of the event loop writes REPLAY_SLICES_PER_TURN slices at most. No
+   * connection (nor place in `reads`) is held while the socket drains or a turn is waited for; a
+   * socket that takes nothing for the write timeout is closed, and its place given to the next.
+   * True when it got the terminal event.
    */
   async push(runId: string, writer: SseWriter, page?: Page): Promise<boolean> {
     for (;;) {
       await writer.drained();
       if (writer.finished) return false;
-      const { chunks, more } = page ?? (await this.reads.run(() => this.events.page(runId, writer.lastSeq)));
-      page = undefined;
-      for (const chunk of chunks) {
-        if (writer.congested) await writer.drained();
-        if (writer.finished || writer.isBehind) return false;
-        writer.push(chunk);
-      }
-      const last = chunks.at(-1);
-      if (!more) return last?.terminal === true && writer.lastSeq >= last.last;
+      const ended = await this.replaying.run(async () => {
+        const { chunks, more } =
+          page ?? (await this.reads.run(() => this.events.page(runId, writer.lastSeq)));
+        page = undefined;
+        for (let from = 0; from < chunks.length;) {
+          const slice = sliceOf(chunks, from);
+          await writer.drained();
+          await this.turns.take();
+          if (writer.finished || writer.isBehind) return false;
+          writer.push(slice.chunk);
+          from = slice.next;
+        }
+        const last = chunks.at(-1);
+        return more ? undefined : last?.terminal === true && writer.lastSeq >= last.last;
+      });
+      if (ended !== undefined) return ended;
     }
   }
 

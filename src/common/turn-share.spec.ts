@@ -1,0 +1,51 @@
+import { TurnShare } from './turn-share';
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('TurnShare', () => {
+  it('gives `perTurn` units a turn; the others get theirs in the next turns, in order', async () => {
+    const share = new TurnShare(2);
+    const order: number[] = [];
+    const units = Array.from({ length: 5 }, (_, i) => share.take().then(() => order.push(i)));
+    await Promise.resolve();
+    expect(order).toEqual([0, 1]);
+    expect(share.queued).toBe(3);
+    await turn();
+    expect(order).toEqual([0, 1, 2, 3]);
+    await turn();
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    await Promise.all(units);
+    expect(share.queued).toBe(0);
+  });
+
+  it('other callbacks run between two turns of units', async () => {
+    const share = new TurnShare(1);
+    const log: string[] = [];
+    const units = Array.from({ length: 3 }, (_, i) => share.take().then(() => log.push(`unit ${i}`)));
+    // An I/O-like callback queued now runs before the units of later turns.
+    setImmediate(() => log.push('other'));
+    await Promise.all(units);
+    expect(log.indexOf('other')).toBeGreaterThan(0);
+    expect(log.indexOf('other')).toBeLessThan(log.indexOf('unit 2'));
+  });
+
+  it('a unit asked in a later turn has the room of that turn', async () => {
+    const share = new TurnShare(1);
+    await share.take();
+    await turn();
+    await turn();
+    let took = false;
+    void share.take().then(() => (took = true));
+    await Promise.resolve();
+    expect(took).toBe(true);
+  });
+
+  it('leaves no timer behind once idle', async () => {
+    const share = new TurnShare(3);
+    await Promise.all([share.take(), share.take(), share.take(), share.take()]);
+    await turn();
+    await turn();
+    expect(share.queued).toBe(0);
+    expect((share as unknown as { scheduled: boolean }).scheduled).toBe(false);
+  });
+});
