@@ -139,8 +139,10 @@ export class RunsRepository {
    */
   async takeOverEnded(runId: string, attempt: number): Promise<number | undefined> {
     const rows: Array<{ attempt: number }> = await this.runs.query(
-      `UPDATE runs SET attempt = attempt + 1
-        WHERE id = $1 AND ${unindexed(`attempt = $2 AND NOT ${ACTIVE}`)} RETURNING attempt`,
+      `WITH taken AS (
+         UPDATE runs SET attempt = attempt + 1
+          WHERE id = $1 AND ${unindexed(`attempt = $2 AND NOT ${ACTIVE}`)} RETURNING attempt)
+       SELECT attempt FROM taken`,
       [runId, attempt],
     );
     return rows[0]?.attempt;
