@@ -75,8 +75,6 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
    * reader is a log): its end is recorded after, so a run recorded ended shows all it stored in its log.
    */
   logStored: (() => Promise<void>) | undefined;
-  /** Ends the wait for the log (record()) when the lease may lapse: the end goes out at once then. */
-  private lapsing: (() => void) | undefined;
   /** Parks the run (its reader tears it down here): set by the pipeline when parking is on. */
   onPark: ((toolCallId: string, remainingMs: number) => void) | undefined;
   /** When parking is on: each frontend wait's countdown to parking, from its call's TOOL_CALL_END shown. */
@@ -196,7 +194,6 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   leaseUnrenewable(): void {
     this.leaseMayLapse = true;
     this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
-    this.lapsing?.();
   }
 
   /** LeaseHolder: what to keep if this instance dies now, and what to continue from elsewhere. */
@@ -341,14 +338,14 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
       outcome,
       failure,
     );
+    // The ending is decided: a lease lost from now on changes nothing (and endRun then writes nothing).
+    this.deps.leases.release(this.runId, this);
     let code: RunErrorCode | undefined;
     try {
       const terminal = await this.record(ending, closeOpen);
       code = 'code' in terminal ? terminal.code : undefined;
       return terminal;
     } finally {
-      // Released by record() once the log caught up; here too if recording threw before.
-      this.deps.leases.release(this.runId, this);
       if (this.span) endRunSpan(this.span, ending.end.status, code, this.usage);
       this.deps.metrics.activeRuns.dec();
       this.deps.metrics.runOutcomes.inc({ status: ending.end.status, code: ending.end.code ?? 'none' });
@@ -366,11 +363,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     const cut = ending.terminal ? this.collector.openTextIds() : new Set<string>();
     if (ending.terminal) closeOpen();
     // A database that may let the lease lapse is not waited on; the fence keeps the log whole then.
-    // The lease is renewed while the log catches up, so a slow write does not hand the run over.
-    if (!this.leaseMayLapse && this.logStored)
-      await Promise.race([this.logStored(), new Promise<void>((resolve) => (this.lapsing = resolve))]);
-    // The ending is decided: a lease lost from now on changes nothing (and endRun then writes nothing).
-    this.deps.leases.release(this.runId, this);
+    if (!this.leaseMayLapse) await this.logStored?.();
     const terminal = await recordEnding(ending, {
       run: this.prepared,
       attempt: this.attempt,
