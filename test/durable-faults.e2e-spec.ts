@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { db, eventually } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
-import { rawLog, rejoin, turn, verified, words } from './support/durable';
+import { checkRawLog, rawLog, rejoin, turn, verified, words } from './support/durable';
 import { Frame, openRun, parseFrames, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
@@ -14,10 +14,9 @@ const env = { LOG_LEVEL: 'log', RUN_LEASE_MS: String(LEASE_MS), RUN_MAX_ATTEMPTS
 
 /** The run's whole log from `base`: ids 1..n, RUN_STARTED first, one terminal event, last. */
 async function wholeLog(base: string, runId: string): Promise<Frame[]> {
-  const { frames } = parseFrames(await rawLog(base, runId));
-  expect(frames.map((f) => f.id)).toEqual(frames.map((_, i) => i + 1));
+  const { frames } = parseFrames(await checkRawLog(base, runId));
   expect(frames[0].event.type).toBe('RUN_STARTED');
-  expect(frames.filter((f) => /^RUN_(FINISHED|ERROR)$/.test(f.event.type))).toHaveLength(1);
+  expect(frames.at(-1)!.event.type).toMatch(/^RUN_(FINISHED|ERROR)$/);
   return frames;
 }
 

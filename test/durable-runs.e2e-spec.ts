@@ -1,6 +1,6 @@
 import { db, eventually, runRowWhen } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
-import { followRun, PICK, postResult, rawLog, rejoin, turn, verified, words } from './support/durable';
+import { checkRawLog, followRun, PICK, postResult, rejoin, turn, verified, words } from './support/durable';
 import { openRun, parseFrames, uid } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
@@ -12,16 +12,6 @@ const env = (extra: Record<string, string> = {}) => ({
   SHUTDOWN_GRACE_MS: '3000',
   ...extra,
 });
-
-/** The raw log as any replica serves it from the start: one RUN_STARTED, ids 1..n in order, one terminal event, last. */
-async function checkRawLog(base: string, runId: string): Promise<string> {
-  const raw = await rawLog(base, runId);
-  const ids = [...raw.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
-  expect(ids).toEqual(ids.map((_, i) => i + 1));
-  expect(raw.match(/"type":"RUN_STARTED"/g)).toHaveLength(1);
-  expect(raw.match(/"type":"RUN_(FINISHED|ERROR)"/g)).toHaveLength(1);
-  return raw;
-}
 
 /** The thread's stored messages (role and text), in order. */
 const stored = (threadId: string) =>

@@ -68,6 +68,16 @@ export const rawLog = async (base: string, runId: string) =>
     })
   ).text();
 
+/** The raw log as any replica serves it from the start: one RUN_STARTED, ids 1..n in order, one terminal event, last. */
+export async function checkRawLog(base: string, runId: string): Promise<string> {
+  const raw = await rawLog(base, runId);
+  const ids = [...raw.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  expect(ids).toEqual(ids.map((_, i) => i + 1));
+  expect(raw.match(/"type":"RUN_STARTED"/g)).toHaveLength(1);
+  expect(raw.match(/"type":"RUN_(FINISHED|ERROR)"/g)).toHaveLength(1);
+  return raw;
+}
+
 /**
  * A client as the protocol asks: it reads its `POST /run` stream to `base`; on RUN_MOVED (or a
  * stream cut short) it rejoins the replica `pick()` names after its last id, until the terminal
