@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { verifyEvents, type BaseEvent } from '@ag-ui/client';
 import { from } from 'rxjs';
 import { Frame, memoryOf, openRun, readRun, uid } from './sse';
@@ -72,9 +73,14 @@ export const rawLog = async (base: string, runId: string) =>
 export async function checkRawLog(base: string, runId: string): Promise<string> {
   const raw = await rawLog(base, runId);
   const ids = [...raw.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
-  expect(ids).toEqual(ids.map((_, i) => i + 1));
-  expect(raw.match(/"type":"RUN_STARTED"/g)).toHaveLength(1);
-  expect(raw.match(/"type":"RUN_(FINISHED|ERROR)"/g)).toHaveLength(1);
+  // node:assert, not jest's expect: the bench (bench/durable-bench.ts) builds this file too.
+  assert.deepEqual(
+    ids,
+    ids.map((_, i) => i + 1),
+    `${runId}: ids not 1..n in order`,
+  );
+  assert.equal(raw.match(/"type":"RUN_STARTED"/g)?.length, 1, `${runId}: not one RUN_STARTED`);
+  assert.equal(raw.match(/"type":"RUN_(FINISHED|ERROR)"/g)?.length, 1, `${runId}: not one terminal event`);
   return raw;
 }
 
