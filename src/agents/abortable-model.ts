@@ -53,6 +53,14 @@ export function withAbortSignal<M extends object>(model: M, signal: AbortSignal,
   });
 }
 
+/** A model as an agent is given one: fixed, or chosen per call from the request context. */
+export type ModelConfig =
+  | MastraModelConfig
+  | ((args: {
+      requestContext: RequestContext;
+      mastra?: unknown;
+    }) => MastraModelConfig | Promise<MastraModelConfig>);
+
 /** The request-context key of the signal that aborts a call's provider requests (set by MastraRunner). */
 export const MODEL_SIGNAL_KEY = 'io-bridge.model-signal';
 
@@ -63,10 +71,14 @@ export const MODEL_SIGNAL_KEY = 'io-bridge.model-signal';
  * listener added and removed per chunk, in a stream layer of its own), which cost 15 to 17 % of the
  * engine's throughput (bench/README.md). Outside a run (the title request) the model is as configured.
  */
-export function abortableModel(config: MastraModelConfig, settings?: ModelCallSettings) {
+export function abortableModel(config: ModelConfig, settings?: ModelCallSettings) {
   let resolved: ReturnType<typeof resolveModelConfig> | undefined;
-  return async ({ requestContext }: { requestContext: RequestContext }) => {
-    const model = await (resolved ??= resolveModelConfig(config));
+  return async ({ requestContext, mastra }: { requestContext: RequestContext; mastra?: unknown }) => {
+    // A model that is a function of the request context (an agent of MASTRA_ENTRY) is chosen anew
+    // for every call; any other is resolved once.
+    const model = await (typeof config === 'function'
+      ? resolveModelConfig(config, requestContext, mastra as never)
+      : (resolved ??= resolveModelConfig(config)));
     const run = requestContext.get<string, (RunToolContext & ModelCallObserver) | undefined>(RUN_CONTEXT_KEY);
     const signal = requestContext.get<string, AbortSignal | undefined>(MODEL_SIGNAL_KEY) ?? run?.signal;
     return signal ? withAbortSignal(model, signal, settings && { settings, observer: run }) : model;

@@ -39,7 +39,6 @@ const DEFAULTS: AppConfig = {
     idleTimeoutMs: 60_000,
     contextTokens: 128_000,
   },
-  defaultAgentId: 'assistant',
   heartbeatMs: 15_000,
   limits: {
     maxBodyBytes: 4 * 1024 * 1024,
@@ -74,6 +73,8 @@ const DEFAULTS: AppConfig = {
     maxDisconnectGraceMs: 600_000,
   },
   agentsConfigPath: undefined,
+  mastraEntry: undefined,
+  defaultAgentId: undefined,
   agentEnv: {},
   shutdownGraceMs: 20_000,
   corsOrigins: [],

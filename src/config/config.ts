@@ -205,9 +205,10 @@ export const VARIABLES = {
     schema: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/)
-      .default('assistant'),
+      .optional(),
     at: 'defaultAgentId',
     doc: 'the agent used when `forwardedProps.agentId` is absent',
+    unset: 'unset: `assistant`, or the first agent of `MASTRA_ENTRY`',
   },
   HEARTBEAT_MS: {
     schema: int(10, 600_000).default(15_000),
@@ -365,10 +366,16 @@ export const VARIABLES = {
     at: 'ceilings.maxRetries',
     doc: 'the ceiling of `forwardedProps.modelSettings.maxRetries`',
   },
+  MASTRA_ENTRY: {
+    schema: z.string().min(1).optional(),
+    at: 'mastraEntry',
+    doc: "a module exporting `mastra`, your Mastra project's instance (`src/mastra/index.ts`, JavaScript or TypeScript): its agents are served instead of the built-in ones (see [Agents](agents.md#your-own-mastra-project))",
+    unset: 'unset: the built-in agents',
+  },
   AGENTS_CONFIG: {
     schema: z.string().min(1).optional(),
     at: 'agentsConfigPath',
-    doc: "a JSON file overriding agents' `model` and `instructions` (see [Agents](agents.md#agents))",
+    doc: "a JSON file overriding agents' `model` and `instructions` (see [Agents](agents.md#built-in-agents))",
   },
   SHUTDOWN_GRACE_MS: {
     schema: int(0, 3_600_000).default(20_000),
@@ -597,7 +604,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'DATABASE_QUERY_TIMEOUT_MS: must be at least DATABASE_STATEMENT_TIMEOUT_MS (a live server should time out first)',
     ]);
   }
-  if (e.OPENAI_BASE_URL && e.MODEL === 'scripted') {
+  // MODEL is the built-in agents' (a MASTRA_ENTRY project's agents bring their own models).
+  if (e.OPENAI_BASE_URL && e.MODEL === 'scripted' && !e.MASTRA_ENTRY) {
     throw ConfigError.invalid([
       'MODEL: OPENAI_BASE_URL needs MODEL=<provider>/<model>, e.g. ollama/llama3.1',
     ]);

@@ -167,7 +167,8 @@ export class RunsService {
       leaseMs: this.leases.leaseMs,
       title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(incoming),
       incoming,
-      lastMessages: prepared.lastMessages,
+      // An agent with a Memory of its own recalls the thread's history itself: it gets only what is new.
+      lastMessages: prepared.agent.ownMemory ? 0 : prepared.lastMessages,
       readOnly: prepared.readOnly,
       memory: prepared.memory,
       budget: this.budget,

@@ -72,17 +72,19 @@ async function traced<T>(
  */
 export function reportingTool(
   tool: Tool<any, any, any, any, any, any, any>,
+  /** The name the model calls it by (an agent's key for it), if not its id. */
+  id = tool.id,
 ): Tool<any, any, any, any, any, any, any> {
   const execute = tool.execute!;
   return createTool({
-    id: tool.id,
+    id,
     description: tool.description,
     inputSchema: tool.inputSchema as any,
     outputSchema: tool.outputSchema as any,
     execute: async (input: unknown, ctx: any) => {
       const { run, toolCallId } = runOf(ctx);
       try {
-        const output = await traced(tool.id, 'server', toolCallId, async () => execute(input, ctx));
+        const output = await traced(id, 'server', toolCallId, async () => execute(input, ctx));
         if (run && toolCallId) run.reportResult(toolCallId, output);
         return output;
       } catch (err) {

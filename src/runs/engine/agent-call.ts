@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { MASTRA_RESOURCE_ID_KEY, MASTRA_THREAD_ID_KEY } from '@mastra/core/request-context';
 import { Span } from '@opentelemetry/api';
 import { RUN_CONTEXT_KEY, RunToolContext } from '../../agents/tools/run-tools';
 import { linearTimeSchema } from '../../common/json-schema';
@@ -40,16 +41,48 @@ export function agentCallOf(
         ...(run.structuredOutput
           ? { structuredOutput: { schema: linearTimeSchema(run.structuredOutput.schema) } }
           : {}),
+        ...(run.agent.ownMemory ? { memory: memoryOf(run) } : {}),
       },
+      // The request context the agent's instructions, model, tools and memory read
+      // (docs/agents.md#the-caller-in-the-request-context): the client's extra forwardedProps (never
+      // Mastra's reserved keys), all of forwardedProps, and the owner under MASTRA_RESOURCE_ID_KEY.
       context: {
-        ...run.extras,
+        ...withoutReservedKeys(run.extras),
         forwardedProps: run.forwardedProps,
+        [MASTRA_RESOURCE_ID_KEY]: run.principal.resourceId,
+        ...(run.agent.ownMemory ? { [MASTRA_THREAD_ID_KEY]: run.threadId } : {}),
         [RUN_CONTEXT_KEY]: tools,
       },
       signal,
     },
   };
 }
+
+/**
+ * The run's thread in the agent's own Mastra memory: the thread and its owner. A stateless run
+ * (a thread io-bridge does not store) reads the owner's memory (working memory) but recalls and
+ * saves no messages: its client sends the whole history.
+ */
+function memoryOf(run: PreparedRun) {
+  return {
+    thread: run.threadId,
+    resource: run.principal.resourceId,
+    ...(run.stateless ? { options: { readOnly: true, lastMessages: false } } : {}),
+  };
+}
+
+/**
+ * `entries` less Mastra's reserved request-context keys (`mastra__…`: the owner, the thread, an
+ * auth token): a client's forwardedProps must not name another owner's memory.
+ */
+function withoutReservedKeys(entries: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(entries).filter(([key]) => !key.startsWith(MASTRA_RESERVED_PREFIX)),
+  );
+}
+
+/** The prefix of Mastra's reserved request-context keys (MASTRA_RESOURCE_ID_KEY is `mastra__resourceId`). */
+const MASTRA_RESERVED_PREFIX = 'mastra__';
 
 /**
  * The history fitted into the agent's context window, less what the rest of the prompt takes (the

@@ -1,0 +1,120 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { RequestContext } from '@mastra/core/request-context';
+import type { Tool } from '@mastra/core/tools';
+import { ConfigError } from '../config/config';
+import type { ModelConfig } from './abortable-model';
+
+type AnyTool = Tool<any, any, any, any, any, any, any>;
+
+/**
+ * A Mastra `Agent` as io-bridge uses one, by its shape: a team's project may bring its own installed
+ * copy of `@mastra/core`, where `instanceof Agent` is false (docs/agents.md#your-own-mastra-project).
+ */
+export type ProjectAgent = {
+  id: string;
+  name: string;
+  getDescription(): string;
+  /** What the agent was given as its model: a model, a model-router id, a function of the request context, or fallbacks. */
+  model: ModelConfig | Array<{ model: ModelConfig }>;
+  getInstructions(args?: { requestContext?: RequestContext }): unknown;
+  listTools(args?: { requestContext?: RequestContext }): Promise<Record<string, AnyTool>>;
+  stream(messages: unknown, options?: unknown): Promise<unknown>;
+  /** Whether the agent was given a Mastra `Memory`. */
+  hasOwnMemory(): boolean;
+  /** A copy of the agent that can be changed without changing the team's instance (Mastra's own editor uses it). */
+  __fork(): ProjectAgent;
+  __updateModel(args: { model: unknown }): void;
+  __setTools(tools: unknown): void;
+};
+
+/** One agent of a team's Mastra instance, as loaded. */
+export type LoadedAgent = {
+  /** The key the instance registered it under (`new Mastra({ agents: { key } })`). */
+  key: string;
+  agent: ProjectAgent;
+  /** Its tools as listed at start-up (without a caller), or undefined when they need one. */
+  tools?: Record<string, AnyTool>;
+  /** Its instructions as given at start-up: a string, or what a function of the request context returned without one. */
+  instructions?: unknown;
+};
+
+/** The agents of a team's Mastra instance. */
+export type MastraProject = { entry: string; agents: LoadedAgent[] };
+
+const AGENT_METHODS = [
+  'getDescription',
+  'getInstructions',
+  'listTools',
+  'stream',
+  'hasOwnMemory',
+  '__fork',
+  '__updateModel',
+  '__setTools',
+] as const;
+
+/** Why `value` is not an agent io-bridge can serve, or undefined. */
+export function agentProblem(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return 'is not an object';
+  const agent = value as Record<string, unknown>;
+  if (typeof agent.id !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(agent.id)) {
+    return 'has no id of 1 to 64 letters, digits, - or _';
+  }
+  const missing = AGENT_METHODS.filter((method) => typeof agent[method] !== 'function');
+  if (missing.length) {
+    return `lacks ${missing.join(', ')}: not a Mastra Agent of a supported @mastra/core (1.x, see docs/agents.md)`;
+  }
+  if (agent.model === undefined) return 'has no model';
+  return undefined;
+}
+
+const problem = (entry: string, reason: string) => ConfigError.invalid([`MASTRA_ENTRY: ${entry} ${reason}`]);
+
+/**
+ * Loads the module `MASTRA_ENTRY` names, JavaScript or TypeScript as Mastra projects write it
+ * (extensionless relative imports, which Node's type stripping alone cannot load: tsx loads it), and
+ * returns its `mastra` export's agents. `DATABASE_URL`, when unset, is set to io-bridge's database first
+ * (the embedded one by default), so a project whose storage reads it needs nothing more. A module io-bridge cannot use stops start-up with one line
+ * naming MASTRA_ENTRY and the reason.
+ */
+export async function loadMastraProject(entry: string, databaseUrl?: string): Promise<MastraProject> {
+  const path = resolve(entry);
+  // A project's storage on DATABASE_URL finds io-bridge's database, the embedded one included.
+  if (databaseUrl && !process.env.DATABASE_URL) process.env.DATABASE_URL = databaseUrl;
+  if (!existsSync(path)) throw problem(entry, `does not exist (${path})`);
+  let exported: Record<string, unknown>;
+  try {
+    const { tsImport } = await import('tsx/esm/api');
+    exported = (await tsImport(pathToFileURL(path).href, __filename)) as Record<string, unknown>;
+  } catch (err) {
+    const reason = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    throw problem(entry, `could not be loaded: ${reason}`);
+  }
+  const mastra = (exported.mastra ?? (exported.default as Record<string, unknown> | undefined)?.mastra) as
+    { listAgents?: () => Record<string, unknown> } | undefined;
+  if (typeof mastra?.listAgents !== 'function') {
+    throw problem(
+      entry,
+      'exports no `mastra` (a Mastra instance: `export const mastra = new Mastra({ agents })`)',
+    );
+  }
+  const agents = Object.entries(mastra.listAgents() ?? {});
+  if (!agents.length) throw problem(entry, 'has a Mastra instance with no agents');
+  const seen = new Set<string>();
+  const loaded: LoadedAgent[] = [];
+  for (const [key, value] of agents) {
+    const why = agentProblem(value);
+    if (why) throw problem(entry, `agent '${key}' ${why}`);
+    const agent = value as ProjectAgent;
+    if (seen.has(agent.id)) throw problem(entry, `has two agents with the id '${agent.id}'`);
+    seen.add(agent.id);
+    // Tools or instructions that are functions of the request context may need a caller's values.
+    const tools = await agent.listTools().catch(() => undefined);
+    const instructions: unknown = await Promise.resolve()
+      .then(() => agent.getInstructions())
+      .catch(() => undefined);
+    loaded.push({ key, agent, tools, instructions });
+  }
+  return { entry, agents: loaded };
+}

@@ -1,0 +1,253 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { db } from './support/app';
+import { BuiltService, MAIN, startBuiltService } from './support/built-service';
+import { OpenAiServer, startOpenAiServer } from './support/openai-server';
+import { Frame, memoryOf, parseFrames, postRun, runInput, shownText, types } from './support/sse';
+import { assertStreamRules } from './support/stream-rules';
+
+/**
+ * A team's own Mastra project served through MASTRA_ENTRY (docs/agents.md#your-own-mastra-project):
+ * examples/mastra-project, written as Mastra users write one (TypeScript with extensionless imports,
+ * `new Agent`, `new Memory`, instructions that are a function of the request context, a server tool),
+ * its model on the OpenAI-compatible test server, served by the built service.
+ */
+const ENTRY = join(__dirname, '..', 'examples', 'mastra-project', 'src', 'mastra', 'index.ts');
+
+const systemOf = (request: { messages: Array<Record<string, any>> }) =>
+  request.messages
+    .filter((m) => m.role === 'system')
+    .map((m) => String(m.content))
+    .join('\n');
+
+describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
+  let model: OpenAiServer;
+  let service: BuiltService;
+  const run = async (owner: string, body: unknown) => {
+    const res = await postRun(`${service.base}/run`, body, {
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-resource-id': owner },
+    });
+    const text = await res.text();
+    expect({ status: res.status, text: res.ok ? '' : text }).toEqual({ status: 200, text: '' });
+    return parseFrames(text).frames;
+  };
+
+  beforeAll(async () => {
+    model = await startOpenAiServer(() => ({ text: ['Hello'] }));
+    service = await startBuiltService({ MASTRA_ENTRY: ENTRY, OPENAI_BASE_URL: model.url, MODEL: 'scripted' });
+  }, 120_000);
+  afterAll(async () => {
+    await service?.stop();
+    await model?.close();
+  });
+
+  it('lists the project’s agents with their tools, the first as the default', async () => {
+    const list = (await (await fetch(`${service.base}/agents`)).json()) as Record<string, any>;
+    expect(list.defaultAgentId).toBe('support-agent');
+    expect(list.agents).toEqual([
+      expect.objectContaining({
+        id: 'support-agent',
+        name: 'Support Agent',
+        description: 'Answers questions about orders',
+        modelId: 'openai/gpt-4o-mini',
+        tools: [
+          { name: 'orderStatus', description: 'The delivery status of an order, by its number' },
+          { name: 'cancelOrder', description: 'Cancels an order, by its number', requiresApproval: true },
+        ],
+      }),
+    ]);
+  });
+
+  it('streams a turn that calls the project’s server tool, its instructions written for the caller', async () => {
+    model.enqueue(
+      { toolCalls: [{ id: 'call_1', name: 'orderStatus', arguments: '{"orderId":"A-1001"}' }] },
+      { text: ['Your order ', 'has shipped.'] },
+    );
+    const input = runInput('Where is order A-1001?');
+    const frames = await run('alice', input);
+    assertStreamRules(frames, input);
+    expect(types(frames)).toContain('TOOL_CALL_RESULT');
+    const result = frames.find((f: Frame) => f.event.type === 'TOOL_CALL_RESULT')!.event;
+    expect(JSON.parse(result.content)).toEqual({ orderId: 'A-1001', status: 'shipped' });
+    expect(shownText(frames)).toBe('Your order has shipped.');
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    const [first, second] = model.requests.slice(-2);
+    // The instructions are the agent's own function of the request context: the owner is in it.
+    expect(systemOf(first)).toContain('You are talking to alice.');
+    expect(first.tools!.map((t: any) => t.function.name)).toEqual(['orderStatus', 'cancelOrder']);
+    expect(second.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
+  });
+
+  it('puts the owner under Mastra’s reserved key, and no client can name another there', async () => {
+    const threadId = `thread-reserved-${Date.now()}`;
+    const input = runInput('hi', {
+      threadId,
+      forwardedProps: {
+        ...memoryOf(threadId),
+        mastra__resourceId: 'bob',
+        mastra__threadId: 'bobs-thread',
+      },
+    });
+    const frames = await run('carol', input);
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    const system = systemOf(model.requests.at(-1)!);
+    expect(system).toContain('You are talking to carol.');
+    expect(system).not.toContain('bob');
+    // The agent's memory wrote the run's thread, carol's, and nothing under the names the client sent.
+    const threads = await db((c) =>
+      c.query<{ id: string; resourceId: string }>(
+        `SELECT id, "resourceId" FROM mastra_threads WHERE id = ANY($1::text[]) ORDER BY id`,
+        [[threadId, 'bobs-thread']],
+      ),
+    );
+    expect(threads.rows).toEqual([{ id: threadId, resourceId: 'carol' }]);
+  });
+
+  /** The user and assistant texts of a provider request, in order. */
+  const conversationOf = (request: { messages: Array<Record<string, any>> }) =>
+    request.messages
+      .filter((m) => m.role === 'user' || (m.role === 'assistant' && typeof m.content === 'string'))
+      .map((m) => `${m.role}: ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`);
+
+  it('recalls a stored thread from the agent’s own memory: each earlier message reaches the model once', async () => {
+    const threadId = `thread-memory-${Date.now()}`;
+    const first = runInput('My name is Erin.', { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ text: ['Hello Erin.'] });
+    expect((await run('erin', first)).at(-1)!.event.type).toBe('RUN_FINISHED');
+    // The second turn sends only its new message, as io.Assist does.
+    const second = runInput('What is my name?', { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ text: ['Erin.'] });
+    expect((await run('erin', second)).at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(conversationOf(model.requests.at(-1)!)).toEqual([
+      'user: My name is Erin.',
+      'assistant: Hello Erin.',
+      'user: What is my name?',
+    ]);
+    // A client that resends the whole history (AG-UI clients do) gets each message to the model once.
+    const stored = (await (
+      await fetch(`${service.base}/threads/${threadId}/messages?format=agui`, {
+        headers: { 'x-resource-id': 'erin' },
+      })
+    ).json()) as { messages: Array<Record<string, unknown>> };
+    const third = runInput('And again?', { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ text: ['Still Erin.'] });
+    const resent = { ...third, messages: [...stored.messages, ...third.messages] };
+    expect((await run('erin', resent)).at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(conversationOf(model.requests.at(-1)!)).toEqual([
+      'user: My name is Erin.',
+      'assistant: Hello Erin.',
+      'user: What is my name?',
+      'assistant: Erin.',
+      'user: And again?',
+    ]);
+  });
+
+  it('asks before a `requireApproval` tool runs (an interrupt); approved, it runs and the model goes on', async () => {
+    const threadId = `thread-approval-${Date.now()}`;
+    const input = runInput('Cancel order A-1002', {
+      threadId,
+      forwardedProps: memoryOf(threadId),
+      protocolVersion: '1.0',
+    });
+    model.enqueue({ toolCalls: [{ id: 'call_c', name: 'cancelOrder', arguments: '{"orderId":"A-1002"}' }] });
+    const asked = await run('frank', input);
+    assertStreamRules(asked, input);
+    expect(types(asked)).not.toContain('TOOL_CALL_RESULT');
+    const outcome = asked.at(-1)!.event.outcome;
+    expect(outcome).toMatchObject({
+      type: 'interrupt',
+      interrupts: [{ reason: 'tool_approval', toolCallId: 'call_c' }],
+    });
+    model.enqueue({ text: ['Order A-1002 is cancelled.'] });
+    const resume = {
+      threadId,
+      runId: `run-resume-${Date.now()}`,
+      messages: [],
+      protocolVersion: '1.0',
+      resume: [{ interruptId: outcome.interrupts[0].id, status: 'resolved', payload: { approved: true } }],
+      forwardedProps: memoryOf(threadId),
+    };
+    const resumed = await run('frank', resume);
+    assertStreamRules(resumed, resume);
+    const result = resumed.find((f: Frame) => f.event.type === 'TOOL_CALL_RESULT')!.event;
+    expect(JSON.parse(result.content)).toEqual({ orderId: 'A-1002', cancelled: true });
+    expect(shownText(resumed)).toBe('Order A-1002 is cancelled.');
+    // The model sees the call and its result once each.
+    const last = model.requests.at(-1)!.messages;
+    expect(last.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(['call_c']);
+    expect(last.filter((m) => m.role === 'assistant' && m.tool_calls).length).toBe(1);
+  });
+
+  it('finds an agent by the key the Mastra instance registered it under too', async () => {
+    const frames = await run('dave', runInput('hi', { forwardedProps: { agentId: 'supportAgent' } }));
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(systemOf(model.requests.at(-1)!)).toContain('You are talking to dave.');
+  });
+});
+
+describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line naming it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mastra-entry-'));
+  /** What the built service prints and its exit code, started with `entry`. */
+  const start = (entry: string) =>
+    new Promise<{ code: number | null; output: string }>((resolve) => {
+      const child = spawn(process.execPath, [MAIN], {
+        env: {
+          ...process.env,
+          PORT: '0',
+          MASTRA_ENTRY: entry,
+          ...(process.env.E2E_DATABASE_URL ? { DATABASE_URL: process.env.E2E_DATABASE_URL } : {}),
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+      child.on('exit', (code) => resolve({ code, output }));
+    });
+
+  it.each([
+    [
+      'a file that does not exist',
+      () => join(dir, 'missing.ts'),
+      /MASTRA_ENTRY: .*missing\.ts does not exist/,
+    ],
+    [
+      'a module without a `mastra` export',
+      () => {
+        writeFileSync(join(dir, 'no-mastra.ts'), 'export const agents = {};\n');
+        return join(dir, 'no-mastra.ts');
+      },
+      /MASTRA_ENTRY: .*no-mastra\.ts exports no `mastra`/,
+    ],
+    [
+      'an agent that is not a Mastra Agent',
+      () => {
+        writeFileSync(
+          join(dir, 'not-agent.ts'),
+          'export const mastra = { listAgents: () => ({ helper: { id: "helper", stream() {} } }) };\n',
+        );
+        return join(dir, 'not-agent.ts');
+      },
+      /MASTRA_ENTRY: .*not-agent\.ts agent 'helper' lacks getDescription/,
+    ],
+    [
+      'a module that throws',
+      () => {
+        writeFileSync(join(dir, 'throws.ts'), 'throw new Error("no database configured");\nexport {};\n');
+        return join(dir, 'throws.ts');
+      },
+      /MASTRA_ENTRY: .*throws\.ts could not be loaded: no database configured/,
+    ],
+  ])(
+    '%s',
+    async (_what, entry, line) => {
+      const { code, output } = await start(entry());
+      expect(code).toBe(1);
+      expect(output).toMatch(line);
+      expect(output.match(/MASTRA_ENTRY/g)).toHaveLength(1);
+    },
+    60_000,
+  );
+});
