@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { db } from './support/app';
 import { BuiltService, MAIN, startBuiltService } from './support/built-service';
 import { OpenAiServer, startOpenAiServer } from './support/openai-server';
-import { Frame, memoryOf, parseFrames, postRun, runInput, shownText, types } from './support/sse';
+import { rejoin } from './support/durable';
+import { Frame, memoryOf, openRun, parseFrames, postRun, runInput, shownText, types } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 /**
@@ -251,3 +252,83 @@ describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line namin
     60_000,
   );
 });
+
+describe('a Mastra project’s agent with memory, its replica killed mid-answer', () => {
+  const LEASE_MS = 3000;
+  let model: OpenAiServer;
+  const replicas: BuiltService[] = [];
+  beforeAll(async () => {
+    model = await startOpenAiServer(() => ({ text: ['Unexpected.'] }));
+  });
+  afterAll(async () => {
+    replicas.forEach((s) => s.kill());
+    await model?.close();
+  });
+
+  it('the continued run leaves the question and the answer in the thread once, and in the agent’s memory once', async () => {
+    const env = { MASTRA_ENTRY: ENTRY, OPENAI_BASE_URL: model.url, RUN_LEASE_MS: String(LEASE_MS) };
+    const [a, b] = await Promise.all([startBuiltService(env, 120_000), startBuiltService(env, 120_000)]);
+    replicas.push(a, b);
+    const threadId = `thread-killed-${Date.now()}`;
+    const earlier = runInput('My name is Gina.', { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ text: ['Hi Gina.'] });
+    expect(
+      (await (await openRun(`${b.base}/run`, earlier, { 'x-resource-id': 'gina' })).done).at(-1)!.event.type,
+    ).toBe('RUN_FINISHED');
+    const input = runInput('Where is order A-1003?', { threadId, forwardedProps: memoryOf(threadId) });
+    // The first replica's provider call stops mid-answer; the continuation's answers whole.
+    model.enqueue({ hang: 'Let me ' }, { text: ['Order A-1003 ', 'is packing.'] });
+    const live = await openRun(`${a.base}/run`, input, { 'x-resource-id': 'gina' });
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
+    a.kill();
+    await live.done.catch(() => undefined);
+    const seen = [...live.frames];
+    const rest = await rejoin(b.base, input.runId, seen.at(-1)!.id, LEASE_MS + 20_000);
+    const whole = [...seen, ...(await rest.done)];
+    assertStreamRules(whole, input);
+    expect(whole.at(-1)!.event.type).toBe('RUN_FINISHED');
+
+    // The continuation's provider call has the earlier turn and the question once each.
+    const continued = model.requests.at(-1)!;
+    expect(continued.messages.filter((m) => m.role !== 'system').map((m) => [m.role, m.content])).toEqual([
+      ['user', 'My name is Gina.'],
+      ['assistant', 'Hi Gina.'],
+      ['user', 'Where is order A-1003?'],
+    ]);
+    // io-bridge's thread and the agent's memory each hold the question and the answer once.
+    const page = (await (
+      await fetch(`${b.base}/threads/${threadId}/messages?format=agui`, {
+        headers: { 'x-resource-id': 'gina' },
+      })
+    ).json()) as { messages: Array<{ role: string; content: unknown }> };
+    expect(page.messages.map((m) => [m.role, m.content])).toEqual([
+      ['user', 'My name is Gina.'],
+      ['assistant', 'Hi Gina.'],
+      ['user', 'Where is order A-1003?'],
+      ['assistant', 'Order A-1003 is packing.'],
+    ]);
+    const remembered = await db((c) =>
+      c.query<{ role: string; content: string }>(
+        `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt"`,
+        [threadId],
+      ),
+    );
+    expect(remembered.rows.map((m) => [m.role, textOf(m.content)])).toEqual([
+      ['user', 'My name is Gina.'],
+      ['assistant', 'Hi Gina.'],
+      ['user', 'Where is order A-1003?'],
+      ['assistant', 'Order A-1003 is packing.'],
+    ]);
+  }, 180_000);
+});
+
+/** The text of a message as Mastra stores it (`{ format: 2, parts: [...] }`). */
+function textOf(content: unknown): string {
+  const parsed = (typeof content === 'string' ? JSON.parse(content) : content) as {
+    parts?: Array<{ type: string; text?: string }>;
+  };
+  return (parsed.parts ?? [])
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text)
+    .join('');
+}

@@ -212,14 +212,24 @@ export class LapsedRuns {
     return rows.length > 0;
   }
 
-  /** The last `lastMessages` messages of the owner's thread, in order: the history a continued run starts from. */
-  async history(threadId: string, resourceId: string, lastMessages: number): Promise<StoredMessage[]> {
+  /**
+   * The last `lastMessages` messages of the owner's thread, in order: the history a continued run
+   * starts from; with `runId`, only those that run stored (an agent with a memory of its own recalls
+   * the rest).
+   */
+  async history(
+    threadId: string,
+    resourceId: string,
+    lastMessages: number,
+    runId?: string,
+  ): Promise<StoredMessage[]> {
     const rows: Array<{ body: StoredMessage }> = await this.db.query(
       `SELECT body FROM (
          SELECT m.body, m.position FROM messages m JOIN threads t ON t.id = m.thread_id AND t.resource_id = $2
-          WHERE m.thread_id = $1 ORDER BY m.position DESC LIMIT $3) AS h
+          WHERE m.thread_id = $1 AND ($4::text IS NULL OR m.run_id = $4)
+          ORDER BY m.position DESC LIMIT $3) AS h
         ORDER BY position`,
-      [threadId, resourceId, lastMessages],
+      [threadId, resourceId, lastMessages, runId ?? null],
     );
     return rows.map((r) => r.body);
   }

@@ -157,9 +157,16 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
       prepared.attempt = run.attempt;
       if (run.input.budget) prepared.budget = run.input.budget;
       const carried = run.progress ?? [];
+      // An agent with a memory of its own recalls the thread itself: it gets the run's own messages.
+      const recalled = prepared.agent.ownMemory && !run.stateless && !prepared.readOnly;
       const thread = run.stateless
         ? []
-        : await this.lapsed.history(run.threadId, run.resourceId, prepared.lastMessages);
+        : await this.lapsed.history(
+            run.threadId,
+            run.resourceId,
+            prepared.lastMessages,
+            recalled ? run.id : undefined,
+          );
       const known = new Set(thread.map((m) => m.id));
       const closing: AguiEvent[] = [];
       const log = await readStoredLog(run, this.events, (event) => closing.push(event));
@@ -172,7 +179,7 @@ export class RunContinuations implements OnModuleInit, OnApplicationBootstrap, O
       log.lifecycle.closeOpen();
       if (run.parked && !(await this.wake(run, run.parked, carried, closing, log.last))) return;
       const resumed = await this.stillResumed(run, carried, log.results);
-      const history = [...thread, ...incoming.filter((m) => !known.has(m.id)), ...carried];
+      const history = [...thread, ...(recalled ? [] : incoming.filter((m) => !known.has(m.id))), ...carried];
       const spent = run.usage ? { usage: run.usage } : {};
       const events$ = this.runs.continued(
         prepared,
