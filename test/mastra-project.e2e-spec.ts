@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { db } from './support/app';
+import { db, eventually } from './support/app';
 import { BuiltService, MAIN, startBuiltService } from './support/built-service';
 import { OpenAiServer, startOpenAiServer } from './support/openai-server';
 import { rejoin } from './support/durable';
@@ -16,6 +16,14 @@ import { assertStreamRules } from './support/stream-rules';
  * its model on the OpenAI-compatible test server, served by the built service.
  */
 const ENTRY = join(__dirname, '..', 'examples', 'mastra-project', 'src', 'mastra', 'index.ts');
+
+/** Mastra memory's `generateTitle` request (made in the background after a run): answered apart from the script. */
+const TITLES = {
+  aside: (request: { messages: Array<Record<string, any>> }) =>
+    request.messages.some((m) => m.role === 'system' && String(m.content).includes('generate a short title'))
+      ? { text: ['Order questions'] }
+      : undefined,
+};
 
 const systemOf = (request: { messages: Array<Record<string, any>> }) =>
   request.messages
@@ -36,7 +44,7 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
   };
 
   beforeAll(async () => {
-    model = await startOpenAiServer(() => ({ text: ['Hello'] }));
+    model = await startOpenAiServer(() => ({ text: ['Hello'] }), TITLES);
     service = await startBuiltService({ MASTRA_ENTRY: ENTRY, OPENAI_BASE_URL: model.url, MODEL: 'scripted' });
   }, 120_000);
   afterAll(async () => {
@@ -126,6 +134,15 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
       'assistant: Hello Erin.',
       'user: What is my name?',
     ]);
+    // The memory's generateTitle named the thread, once, through the agent's model.
+    const title = await eventually(async () => {
+      const titled = await db((c) => c.query(`SELECT title FROM mastra_threads WHERE id = $1`, [threadId]));
+      return (titled.rows[0]?.title as string | undefined) || undefined;
+    });
+    expect(title).toBe('Order questions');
+    expect(model.aside.filter((r) => JSON.stringify(r.messages).includes('My name is Erin.'))).toHaveLength(
+      1,
+    );
     // A client that resends the whole history (AG-UI clients do) gets each message to the model once.
     const stored = (await (
       await fetch(`${service.base}/threads/${threadId}/messages?format=agui`, {
@@ -179,6 +196,40 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
     const last = model.requests.at(-1)!.messages;
     expect(last.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(['call_c']);
     expect(last.filter((m) => m.role === 'assistant' && m.tool_calls).length).toBe(1);
+  });
+
+  it('keeps working memory per owner: written in one thread, it is in the owner’s next thread and no one else’s', async () => {
+    const stamp = Date.now();
+    const turnOn = (threadId: string, text: string) =>
+      runInput(text, { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue(
+      {
+        toolCalls: [
+          {
+            id: 'call_wm',
+            name: 'updateWorkingMemory',
+            arguments: JSON.stringify({ memory: '# User\n- Name: Hana\n- Likes: tea' }),
+          },
+        ],
+      },
+      { text: ['Noted.'] },
+    );
+    const wrote = await run('hana', turnOn(`thread-wm-1-${stamp}`, 'I am Hana and I like tea.'));
+    expect(wrote.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(model.requests.at(-2)!.tools!.map((t: any) => t.function.name)).toContain('updateWorkingMemory');
+
+    model.enqueue({ text: ['Tea, Hana?'] });
+    expect((await run('hana', turnOn(`thread-wm-2-${stamp}`, 'What do I like?'))).at(-1)!.event.type).toBe(
+      'RUN_FINISHED',
+    );
+    expect(systemOf(model.requests.at(-1)!)).toContain('- Likes: tea');
+
+    model.enqueue({ text: ['Hello.'] });
+    expect((await run('ivan', turnOn(`thread-wm-3-${stamp}`, 'What do I like?'))).at(-1)!.event.type).toBe(
+      'RUN_FINISHED',
+    );
+    expect(systemOf(model.requests.at(-1)!)).not.toContain('Hana');
+    expect(systemOf(model.requests.at(-1)!)).not.toContain('tea');
   });
 
   it('finds an agent by the key the Mastra instance registered it under too', async () => {
@@ -258,7 +309,7 @@ describe('a Mastra project’s agent with memory, its replica killed mid-answer'
   let model: OpenAiServer;
   const replicas: BuiltService[] = [];
   beforeAll(async () => {
-    model = await startOpenAiServer(() => ({ text: ['Unexpected.'] }));
+    model = await startOpenAiServer(() => ({ text: ['Unexpected.'] }), TITLES);
   });
   afterAll(async () => {
     replicas.forEach((s) => s.kill());

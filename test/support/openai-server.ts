@@ -37,6 +37,8 @@ export type Reply =
 export type OpenAiServer = {
   url: string;
   requests: ChatRequest[];
+  /** Requests answered by `options.aside`, in order. */
+  aside: ChatRequest[];
   /** Each request's headers, in the order of `requests`. */
   headers: IncomingHttpHeaders[];
   /** Responses whose connection closed before the server ended them: the caller gave up. */
@@ -47,6 +49,12 @@ export type OpenAiServer = {
 };
 
 export type OpenAiServerOptions = {
+  /**
+   * Requests answered apart from the script: a reply here for a request (a title an agent's memory
+   * asks for in the background) is not taken from the queue, and the request goes to `aside`, not
+   * `requests`.
+   */
+  aside?: (request: ChatRequest) => Reply | undefined;
   /** The model's context window: a request whose prompt estimate exceeds it gets `context_length_exceeded`. */
   contextWindow?: number;
   /** The `model` the chunks name (OpenAI names the dated snapshot that served the request). */
@@ -83,6 +91,7 @@ export async function startOpenAiServer(
   options: OpenAiServerOptions = {},
 ): Promise<OpenAiServer> {
   const requests: ChatRequest[] = [];
+  const aside: ChatRequest[] = [];
   const headers: IncomingHttpHeaders[] = [];
   const queue: Reply[] = [];
   let closedEarly = 0;
@@ -100,6 +109,12 @@ export async function startOpenAiServer(
         return;
       }
       const request = JSON.parse(body) as ChatRequest;
+      const apart = options.aside?.(request);
+      if (apart) {
+        aside.push(request);
+        respond(request, apart, res, promptTokens(request), `chatcmpl-${++served}`);
+        return;
+      }
       requests.push(request);
       headers.push(req.headers);
       const asked = promptTokens(request);
@@ -142,8 +157,37 @@ export async function startOpenAiServer(
       res.socket?.destroy();
       return;
     }
-    const withUsage = request.stream_options?.include_usage === true;
     const model = options.servedModel?.(request.model) ?? request.model;
+    if (request.stream !== true && 'text' in reply) {
+      // A call that did not ask to stream (a title) gets one chat.completion, as OpenAI answers it.
+      const completionTokens = reply.text.length;
+      const u = reply.usage ?? { prompt: asked, completion: completionTokens };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created: 1_764_692_300,
+          model,
+          system_fingerprint: 'fp_test',
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: reply.text.join(''), refusal: null },
+              logprobs: null,
+              finish_reason: 'stop',
+            },
+          ],
+          usage: {
+            prompt_tokens: u.prompt,
+            completion_tokens: u.completion,
+            total_tokens: u.prompt + u.completion,
+          },
+        }),
+      );
+      return;
+    }
+    const withUsage = request.stream_options?.include_usage === true;
     const line = (fields: object) =>
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_764_692_300, model, system_fingerprint: 'fp_test', ...fields, ...(withUsage && !('usage' in fields) ? { usage: null } : {}) })}\n\n`;
     const chunk = (delta: object, finish: string | null = null) =>
@@ -214,6 +258,7 @@ export async function startOpenAiServer(
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    aside,
     headers,
     closedEarly: () => closedEarly,
     enqueue: (...replies) => void queue.push(...replies),

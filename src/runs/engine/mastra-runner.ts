@@ -55,18 +55,26 @@ function makeCall(
   for (const [key, value] of Object.entries(call.context ?? {})) requestContext.set(key, value);
   requestContext.set(MODEL_SIGNAL_KEY, abort.signal);
   const output = agent.stream(messages as any, { ...call.options, requestContext } as any);
-  void read(output, abort.signal, subscriber);
+  const reading = { whole: false };
+  void read(output, abort.signal, subscriber, reading);
   return () => {
     outer?.removeEventListener('abort', stop);
-    if (!abort.signal.aborted) abort.abort();
+    // A call read to its end has no provider request left but what the agent makes after it in the
+    // background (its memory's title): that one goes on. Any other call is stopped.
+    if (!reading.whole && !abort.signal.aborted) abort.abort();
   };
 }
 
-/** Reads the call's `fullStream` into `subscriber` (given the call's result, not its input: it runs as long as the run). */
+/**
+ * Reads the call's `fullStream` into `subscriber` (given the call's result, not its input: it runs as
+ * long as the run); `reading.whole` is set once the call's `finish` chunk or its end was read, before
+ * the subscriber sees it.
+ */
 async function read(
   called: ReturnType<Agent<any, any, any>['stream']>,
   signal: AbortSignal,
   subscriber: Subscriber<MastraChunk>,
+  reading: { whole: boolean },
 ): Promise<void> {
   let text = '';
   let flushScheduled = false;
@@ -103,9 +111,12 @@ async function read(
         continue;
       }
       flush();
+      // The agent's last chunk: no provider request of the call is left (a subscriber may stop here).
+      if (value.type === 'finish') reading.whole = true;
       subscriber.next(value);
     }
     flush();
+    reading.whole = !subscriber.closed;
     subscriber.complete();
   } catch (err) {
     flush();
