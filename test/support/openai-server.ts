@@ -158,7 +158,7 @@ export async function startOpenAiServer(
       return;
     }
     const model = options.servedModel?.(request.model) ?? request.model;
-    if (request.stream !== true && 'text' in reply) {
+    if (request.stream !== true && 'text' in reply && !('drop' in reply)) {
       // A call that did not ask to stream (a title) gets one chat.completion, as OpenAI answers it.
       const completionTokens = reply.text.length;
       const u = reply.usage ?? { prompt: asked, completion: completionTokens };
