@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { db, eventually } from './support/app';
 import { BuiltService, MAIN, startBuiltService } from './support/built-service';
+import { TestIdp } from './support/oidc';
 import { OpenAiServer, startOpenAiServer } from './support/openai-server';
 import { rejoin } from './support/durable';
 import { Frame, memoryOf, openRun, parseFrames, postRun, runInput, shownText, types } from './support/sse';
@@ -236,6 +237,49 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
     const frames = await run('dave', runInput('hi', { forwardedProps: { agentId: 'supportAgent' } }));
     expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
     expect(systemOf(model.requests.at(-1)!)).toContain('You are talking to dave.');
+  });
+});
+
+describe('a Mastra project behind sign-in (AUTH_MODE=jwt): the caller’s claims in the request context', () => {
+  let idp: TestIdp;
+  let model: OpenAiServer;
+  let service: BuiltService;
+  beforeAll(async () => {
+    idp = await TestIdp.start();
+    model = await startOpenAiServer(() => ({ text: ['Hello'] }), TITLES);
+    service = await startBuiltService(
+      {
+        MASTRA_ENTRY: ENTRY,
+        OPENAI_BASE_URL: model.url,
+        AUTH_MODE: 'jwt',
+        OIDC_ISSUER: idp.issuer,
+        OIDC_AUDIENCE: idp.audience,
+      },
+      120_000,
+    );
+  }, 150_000);
+  afterAll(async () => {
+    await service?.stop();
+    await model?.close();
+    await idp?.close();
+  });
+
+  it('an agent’s instructions read the token’s name claim; a client cannot put claims of its own', async () => {
+    const token = await idp.sign({ sub: 'user-jo', name: 'Jo Doe', email: 'jo@example.com', secret: 'x' });
+    const input = runInput('hi', { forwardedProps: { claims: { name: 'Someone Else' } } });
+    const res = await postRun(`${service.base}/run`, input, {
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        authorization: `Bearer ${token}`,
+      },
+    });
+    expect(res.status).toBe(200);
+    const frames = parseFrames(await res.text()).frames;
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    const system = systemOf(model.requests.at(-1)!);
+    expect(system).toContain('You are talking to user-jo (Jo Doe).');
+    expect(system).not.toContain('Someone Else');
   });
 });
 

@@ -67,7 +67,12 @@ export class JwtVerifier {
     }
     const admin =
       auth.adminRole !== undefined && hasRole(claimAt(payload, auth.adminRoleClaim), auth.adminRole);
-    return { resourceId, admin };
+    const claims = Object.fromEntries(
+      auth.contextClaims
+        .map((name) => [name, claimAt(payload, name)] as const)
+        .filter(([, value]) => value !== undefined),
+    );
+    return { resourceId, admin, ...(Object.keys(claims).length ? { claims } : {}) };
   }
 
   /** Resolves the key set at boot, so a wrong issuer shows in the log before the first request. */

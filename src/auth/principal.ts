@@ -10,6 +10,8 @@ export type Principal = {
   readAs?: string;
   /** AUTH_MODE=none and the request named no owner: a route naming a thread or run id finds it whoever owns it. */
   anyOwnerById?: boolean;
+  /** AUTH_MODE=jwt: the token's REQUEST_CONTEXT_CLAIMS, for the agent (a run's request context `claims`). */
+  claims?: Record<string, unknown>;
 };
 
 /** Whose rows a repository method may reach: one owner's (a resourceId), or any owner's. */

@@ -86,6 +86,7 @@ const DEFAULTS: AppConfig = {
     oidcJwksUri: undefined,
     oidcClientId: undefined,
     resourceIdClaim: 'sub',
+    contextClaims: ['sub', 'name', 'email', 'preferred_username'],
     adminRoleClaim: 'roles',
     adminRole: undefined,
     clockToleranceS: 5,

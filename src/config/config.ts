@@ -431,6 +431,20 @@ export const VARIABLES = {
     doc: 'the claim that is the owner (`oid`, `preferred_username`, `email`…)',
     table: 'jwt',
   },
+  REQUEST_CONTEXT_CLAIMS: {
+    schema: z
+      .string()
+      .default('sub,name,email,preferred_username')
+      .transform((list) =>
+        list
+          .split(',')
+          .map((claim) => claim.trim())
+          .filter(Boolean),
+      ),
+    at: 'auth.contextClaims',
+    doc: "comma-separated claims (dotted paths allowed) of the caller's token put in every run's request context under `claims`, for agents whose instructions, model or tools depend on the user (see [Agents](agents.md#the-caller-in-the-request-context)); empty for none",
+    table: 'jwt',
+  },
   ADMIN_ROLE_CLAIM: {
     schema: z.string().min(1).default('roles'),
     at: 'auth.adminRoleClaim',

@@ -172,7 +172,14 @@ export class RunsService {
       readOnly: prepared.readOnly,
       memory: prepared.memory,
       budget: this.budget,
-      input: { request: input, principal: { resourceId: principal.resourceId, admin: principal.admin } },
+      input: {
+        request: input,
+        principal: {
+          resourceId: principal.resourceId,
+          admin: principal.admin,
+          ...(principal.claims ? { claims: principal.claims } : {}),
+        },
+      },
     });
     prepared.stateless = claimed.stateless;
     prepared.budget = claimed.budget;

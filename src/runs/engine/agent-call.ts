@@ -45,10 +45,13 @@ export function agentCallOf(
       },
       // The request context the agent's instructions, model, tools and memory read
       // (docs/agents.md#the-caller-in-the-request-context): the client's extra forwardedProps (never
-      // Mastra's reserved keys), all of forwardedProps, and the owner under MASTRA_RESOURCE_ID_KEY.
+      // Mastra's reserved keys), all of forwardedProps, the caller's claims, and the owner under
+      // MASTRA_RESOURCE_ID_KEY.
       context: {
         ...withoutReservedKeys(run.extras),
         forwardedProps: run.forwardedProps,
+        // The caller's token claims (REQUEST_CONTEXT_CLAIMS), never what a client sent under that name.
+        claims: run.principal.claims ?? {},
         [MASTRA_RESOURCE_ID_KEY]: run.principal.resourceId,
         ...(run.agent.ownMemory ? { [MASTRA_THREAD_ID_KEY]: run.threadId } : {}),
         [RUN_CONTEXT_KEY]: tools,

@@ -13,8 +13,11 @@ export const supportAgent = new Agent({
   id: 'support-agent',
   name: 'Support Agent',
   description: 'Answers questions about orders',
-  instructions: ({ requestContext }) =>
-    `You help customers with their orders. You are talking to ${String(requestContext.get(MASTRA_RESOURCE_ID_KEY) ?? 'a guest')}.`,
+  instructions: ({ requestContext }) => {
+    const owner = String(requestContext.get(MASTRA_RESOURCE_ID_KEY) ?? 'a guest');
+    const claims = requestContext.get('claims') as { name?: string } | undefined;
+    return `You help customers with their orders. You are talking to ${owner}${claims?.name ? ` (${claims.name})` : ''}.`;
+  },
   model,
   tools: { orderStatus: orderStatusTool, cancelOrder: cancelOrderTool },
   memory: new Memory({
