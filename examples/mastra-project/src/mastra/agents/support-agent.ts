@@ -15,7 +15,7 @@ export const supportAgent = new Agent({
   description: 'Answers questions about orders',
   instructions: ({ requestContext }) => {
     const owner = String(requestContext.get(MASTRA_RESOURCE_ID_KEY) ?? 'a guest');
-    const claims = requestContext.get('claims') as { name?: string } | undefined;
+    const claims = requestContext.get<string, { name?: string } | undefined>('claims');
     return `You help customers with their orders. You are talking to ${owner}${claims?.name ? ` (${claims.name})` : ''}.`;
   },
   model,
