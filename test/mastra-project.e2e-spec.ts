@@ -163,6 +163,26 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
     ]);
   });
 
+  it('takes the request’s memoryOptions.lastMessages over the agent’s own', async () => {
+    const threadId = `thread-last-${Date.now()}`;
+    const turnWith = (text: string, extra: object = {}) =>
+      runInput(text, { threadId, forwardedProps: { ...memoryOf(threadId), ...extra } });
+    for (const [text, answer] of [
+      ['one', 'One.'],
+      ['two', 'Two.'],
+    ]) {
+      model.enqueue({ text: [answer] });
+      expect((await run('kim', turnWith(text))).at(-1)!.event.type).toBe('RUN_FINISHED');
+    }
+    model.enqueue({ text: ['Three.'] });
+    const last = await run('kim', turnWith('three', { memoryOptions: { lastMessages: 1 } }));
+    expect(last.at(-1)!.event.type).toBe('RUN_FINISHED');
+    // One message recalled (Mastra puts a "." user message before a history that opens with the assistant).
+    const conversation = conversationOf(model.requests.at(-1)!);
+    expect(conversation.slice(-2)).toEqual(['assistant: Two.', 'user: three']);
+    expect(conversation.filter((m) => /one|One|two/.test(m))).toEqual([]);
+  });
+
   it('asks before a `requireApproval` tool runs (an interrupt); approved, it runs and the model goes on', async () => {
     const threadId = `thread-approval-${Date.now()}`;
     const input = runInput('Cancel order A-1002', {
@@ -280,6 +300,70 @@ describe('a Mastra project behind sign-in (AUTH_MODE=jwt): the caller’s claims
     const system = systemOf(model.requests.at(-1)!);
     expect(system).toContain('You are talking to user-jo (Jo Doe).');
     expect(system).not.toContain('Someone Else');
+  });
+});
+
+describe('a Mastra project in JavaScript: models chosen per request, and fallbacks', () => {
+  let model: OpenAiServer;
+  let service: BuiltService;
+  beforeAll(async () => {
+    model = await startOpenAiServer(() => ({ text: ['Hello'] }));
+    service = await startBuiltService(
+      {
+        MASTRA_ENTRY: join(__dirname, 'fixtures', 'mastra-js-project', 'index.mjs'),
+        OPENAI_BASE_URL: model.url,
+        MODEL_RETRIES: '0',
+      },
+      120_000,
+    );
+  }, 150_000);
+  afterAll(async () => {
+    await service?.stop();
+    await model?.close();
+  });
+  const run = async (body: unknown) => {
+    const res = await postRun(`${service.base}/run`, body);
+    expect(res.status).toBe(200);
+    return parseFrames(await res.text()).frames;
+  };
+
+  it('lists each agent with what its model is', async () => {
+    const list = (await (await fetch(`${service.base}/agents`)).json()) as {
+      agents: Array<Record<string, unknown>>;
+    };
+    expect(list.agents.map((a) => [a.id, a.modelId])).toEqual([
+      ['router', 'dynamic'],
+      ['fallback', 'openai/primary, openai/secondary'],
+    ]);
+  });
+
+  it('a model that is a function of the request context is chosen per run, through io-bridge’s provider calls', async () => {
+    for (const [tier, expected] of [
+      ['large', 'gpt-large'],
+      [undefined, 'gpt-small'],
+    ]) {
+      model.enqueue({ text: ['Hi.'], usage: { prompt: 7, completion: 2 } });
+      const input = runInput('hi', {
+        protocolVersion: '1.0',
+        forwardedProps: { agentId: 'router', ...(tier ? { tier } : {}) },
+      });
+      const frames = await run(input);
+      assertStreamRules(frames, input);
+      expect(model.requests.at(-1)!.model).toBe(expected);
+      // Usage comes from io-bridge's wrapper of the agent's model.
+      expect(frames.at(-1)!.event).toMatchObject({
+        type: 'RUN_FINISHED',
+        usage: [expect.objectContaining({ inputTokens: 7, outputTokens: 2 })],
+      });
+    }
+  });
+
+  it('a failing first model falls back to the next, as Mastra does', async () => {
+    model.enqueue({ status: 500, error: 'primary is down' }, { text: ['From the second.'] });
+    const frames = await run(runInput('hi', { forwardedProps: { agentId: 'fallback' } }));
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(shownText(frames)).toBe('From the second.');
+    expect(model.requests.slice(-2).map((r) => r.model)).toEqual(['primary', 'secondary']);
   });
 });
 

@@ -62,15 +62,21 @@ export function agentCallOf(
 }
 
 /**
- * The run's thread in the agent's own Mastra memory: the thread and its owner. A stateless run
- * (a thread io-bridge does not store) reads the owner's memory (working memory) but recalls and
- * saves no messages: its client sends the whole history.
+ * The run's thread in the agent's own Mastra memory: the thread and its owner, and what the request
+ * asked of the memory (`memoryOptions.lastMessages` within MAX_LAST_MESSAGES, `readOnly`) over the
+ * agent's own options. A stateless run (a thread io-bridge does not store) reads the owner's memory
+ * (working memory) but recalls and saves no messages: its client sends the whole history.
  */
 function memoryOf(run: PreparedRun) {
+  const options = {
+    ...(run.requestedLastMessages !== undefined ? { lastMessages: run.requestedLastMessages } : {}),
+    ...(run.readOnly ? { readOnly: true } : {}),
+    ...(run.stateless ? { readOnly: true, lastMessages: false } : {}),
+  };
   return {
     thread: run.threadId,
     resource: run.principal.resourceId,
-    ...(run.stateless ? { options: { readOnly: true, lastMessages: false } } : {}),
+    ...(Object.keys(options).length ? { options } : {}),
   };
 }
 

@@ -56,6 +56,8 @@ export type PreparedRun = {
   resume?: ResumeEntry[];
   maxSteps: number;
   lastMessages: number;
+  /** `memoryOptions.lastMessages` as the request gave it (clamped): an agent's own Memory otherwise keeps its own. */
+  requestedLastMessages?: number;
   /** Messages handed to the model in one call at most (MODEL_MAX_MESSAGES). */
   modelMaxMessages: number;
   modelSettings: ModelSettings;
@@ -138,6 +140,7 @@ export class RunPreparer {
       ...(input.resume?.length ? { resume: input.resume } : {}),
       maxSteps: options.maxSteps ?? defaults?.maxSteps ?? limits.maxSteps,
       lastMessages: options.lastMessages ?? defaults?.lastMessages ?? this.config.lastMessages,
+      ...(options.lastMessages !== undefined ? { requestedLastMessages: options.lastMessages } : {}),
       modelMaxMessages: this.config.modelMaxMessages,
       modelSettings: { ...defaults?.modelSettings, ...options.modelSettings },
       readOnly: options.readOnly,
