@@ -34,7 +34,7 @@ export type RunTrace = {
   endedAt: number;
   /** Every frame received, in order, across connections (frames without `id:` numbered after the one before). */
   frames: Frame[];
-  /** Blocks that are not SSE as CONTRACT section 3 writes it. */
+  /** Blocks that are not SSE as docs/protocol.md#the-stream writes it. */
   framing: string[];
   connections: Connection[];
   /** terminal: a RUN_FINISHED or RUN_ERROR; 204: a rejoin said the client has everything; refused: a 4xx it cannot retry. */

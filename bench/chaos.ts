@@ -276,7 +276,7 @@ export type ChaosReport = {
     cut: number;
     /** Responses retried (429, 5xx, 404 on a rejoin, 409 on a repost), by status. */
     retried: Record<string, number>;
-    /** Frames not as CONTRACT section 3 writes them. */
+    /** Frames not as docs/protocol.md#the-stream writes them. */
     framingErrors: number;
   };
   faults: FaultRecord[];

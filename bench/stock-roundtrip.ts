@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
 /**
- * The stock AG-UI client's frontend tool round trip (CLIENT_PROTOCOL ag-ui, CONTRACT section 9): the
+ * The stock AG-UI client's frontend tool round trip (CLIENT_PROTOCOL ag-ui, docs/clients.md): the
  * run ends at the call, the client runs the tool and sends its result as a `role:'tool'` message in
  * the next run. Measured: from that next run's POST being sent to its first TEXT_MESSAGE_CONTENT,
  * against the same for a plain run (a new user message), both as `@ag-ui/client` 1.0 sends them.

@@ -1,5 +1,5 @@
-// `npm run check` (and `node scripts/check-docs.mts [root]`): the README stays short and every page's
-// links work inside the repository. Prints each problem and exits 1 when there is one.
+// `npm run check` (and `node scripts/check-docs.mts [root]`): the README stays short, every page's
+// links work inside the repository, and the code's comments cite the repository's docs. Prints each problem and exits 1 when there is one.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
@@ -88,10 +88,47 @@ export function docProblems(root: string): string[] {
   return problems;
 }
 
+/** The TypeScript files under `dir`. */
+function sources(root: string, dir: string): string[] {
+  const found: string[] = [];
+  const walk = (at: string) => {
+    for (const entry of readdirSync(join(root, at))) {
+      const path = join(at, entry);
+      if (statSync(join(root, path)).isDirectory()) walk(path);
+      else if (entry.endsWith('.ts')) found.push(path);
+    }
+  };
+  if (existsSync(join(root, dir))) walk(dir);
+  return found;
+}
+
+/**
+ * What the product code cites: the repository's own docs, which a clone has. A citation of working
+ * notes or an issue tracker outside it (`CONTRACT section 3`, `issue 25`) is a problem, and so is a
+ * `docs/<page>.md#<anchor>` that does not resolve.
+ */
+export function citationProblems(root: string): string[] {
+  const problems: string[] = [];
+  for (const file of sources(root, 'src')) {
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const m of text.matchAll(/CONTRACT section|\bissues? \d+\b|\.\.\/shared\//gi))
+      problems.push(`${file} cites what the repository does not hold: '${m[0]}' (cite docs/ instead)`);
+    for (const m of text.matchAll(/\bdocs\/([\w-]+\.md)(?:#([\w-]+))?/g)) {
+      const page = join(root, 'docs', m[1]);
+      if (!existsSync(page)) problems.push(`${file} cites a missing page: docs/${m[1]}`);
+      else if (m[2] && !anchors(readFileSync(page, 'utf8')).has(m[2]))
+        problems.push(`${file} cites a missing heading: docs/${m[1]}#${m[2]}`);
+    }
+  }
+  return problems;
+}
+
 if (import.meta.main) {
   const root = resolve(process.argv[2] ?? join(import.meta.dirname, '..'));
-  const problems = docProblems(root);
+  const problems = [...docProblems(root), ...citationProblems(root)];
   for (const problem of problems) console.error(problem);
   if (problems.length) process.exit(1);
-  console.log(`docs: README.md within ${README_MAX_LINES} lines, every link resolves`);
+  console.log(
+    `docs: README.md within ${README_MAX_LINES} lines, every link resolves, src/ cites only docs/ that exist`,
+  );
 }

@@ -16,7 +16,7 @@ import { BuiltService, startBuiltService } from './support/built-service';
 type Input = ReturnType<typeof runInput> & Record<string, any>;
 
 /**
- * CONTRACT section 9 against the built service: one server for both kinds of client. Instance `a`
+ * docs/clients.md against the built service: one server for both kinds of client. Instance `a`
  * runs CLIENT_PROTOCOL=ag-ui, instance `b` the default (io-intelligence); both share the database, so
  * a run interrupted on one is resumed on the other.
  */

@@ -44,6 +44,36 @@ describe('the docs check (npm run check)', () => {
       rmSync(root, { recursive: true, force: true });
     }
   });
+
+  it('fails on product code that cites working notes or issues, or a page or heading of docs/ that does not exist', () => {
+    const root = mkdtempSync(join(tmpdir(), 'docs-check-'));
+    try {
+      mkdirSync(join(root, 'docs'));
+      mkdirSync(join(root, 'src', 'runs'), { recursive: true });
+      writeFileSync(join(root, 'README.md'), '# Title\n');
+      writeFileSync(join(root, 'docs', 'protocol.md'), '# Protocol\n\n## The stream\n');
+      writeFileSync(
+        join(root, 'src', 'runs', 'a.ts'),
+        [
+          '/** Framed as docs/protocol.md#the-stream says (fine). */',
+          '/** As CONTRACT section 3 says; see issue 25. */',
+          '/** See docs/protocol.md#routes and docs/gone.md. */',
+        ].join('\n'),
+      );
+      const { status, stderr } = checkDocs(root);
+      expect(status).toBe(1);
+      expect(stderr.trim().split('\n').sort()).toEqual(
+        [
+          `${join('src', 'runs', 'a.ts')} cites what the repository does not hold: 'CONTRACT section' (cite docs/ instead)`,
+          `${join('src', 'runs', 'a.ts')} cites what the repository does not hold: 'issue 25' (cite docs/ instead)`,
+          `${join('src', 'runs', 'a.ts')} cites a missing heading: docs/protocol.md#routes`,
+          `${join('src', 'runs', 'a.ts')} cites a missing page: docs/gone.md`,
+        ].sort(),
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('docs/protocol.md, the contract as built', () => {

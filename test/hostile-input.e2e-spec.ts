@@ -14,7 +14,7 @@ const deep = (levels: number): unknown => {
 
 type Envelope = { statusCode: number; code: string; message: string; details?: unknown[] };
 
-/** The error envelope of CONTRACT section 1, exactly: no Fastify `error` field, no stray keys. */
+/** The error envelope of docs/protocol.md#routes, exactly: no Fastify `error` field, no stray keys. */
 function expectEnvelope(status: number, body: unknown, code: string): void {
   const e = body as Envelope;
   expect(Object.keys(e).sort()).toEqual(

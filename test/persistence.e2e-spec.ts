@@ -2,7 +2,7 @@ import { LapsedRuns } from '../src/runs/durable/lapsed-runs';
 import { db, startApp, TestApp } from './support/app';
 import { memoryOf, openRun, runInput, runToFrames, shownText, types, uid } from './support/sse';
 
-/** CONTRACT section 2: memory decides persistence; a run that names none is stateless. */
+/** docs/protocol.md#the-run-request: memory decides persistence; a run that names none is stateless. */
 describe('memory decides persistence', () => {
   let t: TestApp;
   let storeAll: TestApp;

@@ -9,7 +9,7 @@ import { SIGNED_IN_USER, TestIdp } from './support/oidc';
 import { startOpenAiServer, type OpenAiServer } from './support/openai-server';
 
 /**
- * The playground (CONTRACT section 12) in headless Chromium against the built service: chat with
+ * The playground (docs/playground.md) in headless Chromium against the built service: chat with
  * streamed markdown, a server tool, the browser tool, Stop, a reload that rejoins the live run, and
  * renaming and deleting a thread. Screenshots go to test-results/playground (not committed);
  * UPDATE_PLAYGROUND_PICTURE=1 also refreshes docs/playground.png.
@@ -86,7 +86,7 @@ describe('the playground at /playground, in Chromium against the built service',
       expect(r.headers.get('cache-control')).toContain('immutable');
       bytes += (await r.arrayBuffer()).byteLength;
     }
-    // The page's first load, compressed as a browser receives it (CONTRACT section 12: at most 150 KB).
+    // The page's first load, compressed as a browser receives it (docs/playground.md: at most 150 KB).
     expect(bytes).toBeLessThanOrEqual(150 * 1024);
     const unknown = await fetch(`${service.origin}/playground/nothing-here.js`);
     expect(unknown.status).toBe(404);

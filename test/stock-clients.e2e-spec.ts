@@ -47,7 +47,7 @@ type PageWindow = {
 
 /**
  * The frontends most AG-UI users pick, unchanged, against the built service with CLIENT_PROTOCOL=ag-ui:
- * each runs a frontend tool after its run ends and sends the result in the next run (CONTRACT section 9).
+ * each runs a frontend tool after its run ends and sends the result in the next run (docs/clients.md).
  */
 describe('stock AG-UI frontends against the built service (CLIENT_PROTOCOL=ag-ui)', () => {
   let service: BuiltService | undefined;

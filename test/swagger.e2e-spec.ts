@@ -17,7 +17,7 @@ type Json = Record<string, any>;
 const P = '/io-bridge';
 const ENVELOPE = '#/components/schemas/ErrorEnvelope';
 
-/** CONTRACT section 1, below the prefix: method, path, tag, success status and schema, error statuses. */
+/** docs/protocol.md#routes, below the prefix: method, path, tag, success status and schema, error statuses. */
 const ROUTES: Array<{
   method: string;
   path: string;
@@ -155,7 +155,7 @@ describe('OpenAPI document at /docs-json', () => {
   });
   afterAll(() => t.close());
 
-  it('documents every route of CONTRACT section 1 with its method and tag, plus the health routes', () => {
+  it('documents every route of docs/protocol.md#routes with its method and tag, plus the health routes', () => {
     for (const r of ROUTES) {
       const operation = op(r.method, `${P}${r.path}`);
       expect({ route: `${r.method} ${r.path}`, found: Boolean(operation) }).toEqual({

@@ -31,7 +31,7 @@ describe('threads and messages', () => {
     owner = 'alice',
     extra: Record<string, unknown> = {},
   ) => {
-    // A chat turn as io.Assist sends it: naming memory, so the run is stored (CONTRACT section 2).
+    // A chat turn as io.Assist sends it: naming memory, so the run is stored (docs/protocol.md#the-run-request).
     const input = {
       threadId,
       runId: uid('run'),
@@ -474,7 +474,7 @@ describe('threads and messages', () => {
     });
   });
 
-  it('follows CONTRACT section 3 on runs of a stored thread too', async () => {
+  it('follows docs/protocol.md#the-stream on runs of a stored thread too', async () => {
     const threadId = uid('rules');
     const { raw, input } = await runText(threadId, [{ id: 'u1', role: 'user', content: 'hi' }]);
     const frames = raw

@@ -138,7 +138,7 @@ function modelIdOf(model: ModelConfig): string {
  * team's instance is left as it is) whose model makes io-bridge's provider calls (abort, retries that
  * honour Retry-After, first-token and idle timeouts, usage) around the agent's model, whatever its
  * form, and whose tools report their results as soon as they return. Tools marked `requireApproval`
- * are asked for as the built-in agents' are (docs/agents.md#approvals).
+ * are asked for as the built-in agents' are (docs/clients.md#approvals-interrupts-both-protocols).
  */
 function projectAgent(
   { agent, tools, instructions: instructionsOf }: MastraProject['agents'][number],
@@ -269,7 +269,7 @@ export class AgentsService {
     return [...this.agents.values()];
   }
 
-  /** The Agent shape of CONTRACT section 1. */
+  /** The Agent shape of docs/protocol.md#routes. */
   view(agentId: string): AgentView {
     const { definition, modelId } = this.get(agentId);
     return {

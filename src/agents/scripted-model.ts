@@ -11,7 +11,7 @@ import type {
 } from '@ai-sdk/provider';
 
 /**
- * The built-in scripted model (CONTRACT section 8): a real AI SDK provider-spec (v3) model whose
+ * The built-in scripted model (docs/agents.md#the-scripted-model-modelscripted): a real AI SDK provider-spec (v3) model whose
  * answer is a pure function of the prompt, so the service, its tests and a frontend developer's
  * setup run offline. Mastra drives it exactly like a remote model.
  */

@@ -30,7 +30,7 @@ const IDP_FAILURES = new Set(['ERR_JOSE_GENERIC', 'ERR_JWKS_TIMEOUT', 'ERR_JWKS_
 export class TokenRejected extends Error {}
 
 /**
- * AUTH_MODE=jwt (CONTRACT section 7): verifies bearer tokens against the issuer's JWKS. The JWKS URI
+ * AUTH_MODE=jwt (docs/protocol.md#owners): verifies bearer tokens against the issuer's JWKS. The JWKS URI
  * is OIDC_JWKS_URI or comes from OIDC discovery, fetched once; jose caches the keys and refetches
  * them when a token names an unknown `kid` (at most once per 30 s cooldown).
  */

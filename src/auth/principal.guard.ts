@@ -76,7 +76,7 @@ function resourceHeader(req: IncomingRequest): unknown {
   return value === undefined ? undefined : (headerText(value, 'utf8-or-percent') ?? UNDECODABLE);
 }
 
-/** The places a client may name an owner (CONTRACT sections 6 and 7), with the value sent there, if any. */
+/** The places a client may name an owner (docs/protocol.md#forwardedprops and #owners), with the value sent there, if any. */
 function requestedResources(req: IncomingRequest): Array<[string, unknown]> {
   type Props = { resourceId?: unknown; memory?: { resource?: unknown } };
   const body = req.body as { forwardedProps?: Props; resourceId?: unknown } | undefined;
@@ -138,7 +138,7 @@ export function scopeToCaller(
 }
 
 /**
- * Resolves who is calling, once per request, by AUTH_MODE (CONTRACT section 7):
+ * Resolves who is calling, once per request, by AUTH_MODE (docs/protocol.md#owners):
  * - `none`: `forwardedProps.resourceId` (or `.memory.resource`), a body's `resourceId`, the `resourceId` query parameter or
  *   `X-Resource-Id` (raw or percent-encoded UTF-8); else `anonymous`, whose routes naming a thread or run id find it
  *   whoever owns it;

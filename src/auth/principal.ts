@@ -22,7 +22,7 @@ export type OwnerScope = string | typeof ANY_OWNER;
 export const ownerParam = (scope: OwnerScope): string | null => (scope === ANY_OWNER ? null : scope);
 
 /**
- * Whose thread or run a route that names its id reaches (CONTRACT section 7): any owner's on an
+ * Whose thread or run a route that names its id reaches (docs/protocol.md#owners): any owner's on an
  * admin's read, or in AUTH_MODE=none when the request named no owner; the caller's own otherwise.
  */
 export function idScope(principal: Principal, access: 'read' | 'write'): OwnerScope {

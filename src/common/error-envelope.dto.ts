@@ -9,7 +9,7 @@ export class ErrorDetailView {
   message: string;
 }
 
-/** The body of every error response, on every route (CONTRACT section 1). */
+/** The body of every error response, on every route (docs/protocol.md#routes). */
 export class ErrorEnvelope implements ErrorEnvelopeShape {
   @ApiProperty({ type: 'integer', description: 'The HTTP status again', example: 404 })
   statusCode: number;

@@ -60,7 +60,7 @@ export function toDomainError(err: unknown): DomainError {
   return new DomainError('INTERNAL', 'Internal server error');
 }
 
-/** The one place errors become HTTP responses, in the envelope of CONTRACT section 1. */
+/** The one place errors become HTTP responses, in the envelope of docs/protocol.md#routes. */
 @Catch()
 export class DomainErrorFilter implements ExceptionFilter {
   private readonly log = new Logger('Errors');

@@ -29,7 +29,7 @@ export class Shares {
 }
 
 /**
- * Fair shares of this instance (issue 22): live runs per owner, open replays and joins per owner and
+ * Fair shares of this instance (docs/limits.md): live runs per owner, open replays and joins per owner and
  * per run. With AUTH_MODE=none the client picks its owner, so its address is capped as well.
  */
 @Injectable()

@@ -27,7 +27,7 @@ function scan(text: string, limits = HUGE, run?: RunBodyLimits): ScanVerdict {
   return s.verdict();
 }
 
-/** What the checks of the parsed body say (app.factory.ts before issue 33): the scan's oracle. */
+/** What the checks of the parsed body say (app.factory.ts before the scan): the scan's oracle. */
 function checked(body: unknown, limits: BodyLimits, run?: RunBodyLimits): DomainError | undefined {
   return (
     (run ? runBodyLimitError(body, run) : undefined) ??

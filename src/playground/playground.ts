@@ -26,7 +26,7 @@ export function playgroundPage(
 }
 
 /**
- * Serves the playground (CONTRACT section 12) at /playground outside the API prefix: the page, and its
+ * Serves the playground (docs/playground.md) at /playground outside the API prefix: the page, and its
  * hashed assets pre-compressed and cached for good. Plain Fastify routes, so no guard or throttle
  * applies: the page holds no data, and every API call it makes is authenticated as usual.
  */

@@ -2,7 +2,7 @@ import type { RunFinishedOutcome } from './outcomes';
 import type { TokenUsage } from './usage';
 import { MODEL_FAILURE_CODES } from './model-failure-codes';
 
-/** The AG-UI 1.0 events this service puts on the wire (CONTRACT section 3), field names exactly as AG-UI. */
+/** The AG-UI 1.0 events this service puts on the wire (docs/protocol.md#the-stream), field names exactly as AG-UI. */
 export type AguiEvent =
   | { type: 'RUN_STARTED'; timestamp: number; threadId: string; runId: string }
   | {
@@ -49,7 +49,7 @@ export type AguiEventType = AguiEvent['type'];
 
 /** Every `RUN_ERROR` code: the one list the type, the OpenAPI enum and the tests are derived from. */
 export const RUN_ERROR_CODES = [
-  // The model provider failed (CONTRACT section 10): rate limited, unavailable, too slow, context too long, else MODEL_ERROR.
+  // The model provider failed (docs/usage-and-budgets.md): rate limited, unavailable, too slow, context too long, else MODEL_ERROR.
   ...MODEL_FAILURE_CODES,
   'TOOL_RESULT_TIMEOUT',
   'CANCELLED',

@@ -1,4 +1,4 @@
-/** The RUN_ERROR codes of a model call's failure, as a client sees them (CONTRACT section 10). */
+/** The RUN_ERROR codes of a model call's failure, as a client sees them (docs/usage-and-budgets.md). */
 export const MODEL_FAILURE_CODES = [
   'MODEL_ERROR',
   'MODEL_RATE_LIMITED',

@@ -147,7 +147,7 @@ export class ResumeEntryDto {
 }
 
 /**
- * AG-UI `RunAgentInput`, as CONTRACT section 2 and the seed require it: its OpenAPI shape and its type.
+ * AG-UI `RunAgentInput`, as docs/protocol.md#the-run-request requires it: its OpenAPI shape and its type.
  * A body is checked by the compiled schema of run-agent-input.schema.ts (RunAgentInputPipe), which
  * keeps the same rules.
  */

@@ -2,7 +2,7 @@ import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from 
 import { RUN_ERROR_CODES, type AguiEvent, type AguiEventType, type RunErrorCode } from './agui-events';
 import { ANY_JSON_VALUE } from './run-agent-input.dto';
 
-/** The AG-UI events of a run's stream (CONTRACT section 3), as OpenAPI models: documentation only. */
+/** The AG-UI events of a run's stream (docs/protocol.md#the-stream), as OpenAPI models: documentation only. */
 
 const TIMESTAMP = { type: 'integer', description: 'Epoch milliseconds', example: 1767225600000 } as const;
 const type = (name: AguiEventType) => ({ enum: [name], description: 'The event type' });

@@ -11,7 +11,7 @@ export function declaresAgUi1(protocolVersion?: string): boolean {
 }
 
 /**
- * How a client runs frontend tools. `io-intelligence` (the seed): inside the run, the result posted
+ * How a client runs frontend tools. `io-intelligence` (the io.Intelligence Agent Protocol): inside the run, the result posted
  * to `/runs/:runId/tool-calls/:toolCallId/result`. `ag-ui`: after the run ends, the result sent as a
  * `role:'tool'` message in the next run.
  */

@@ -15,7 +15,7 @@ import { parseThreadEventId, ThreadPosition, ThreadStreams } from './stream/thre
 import { resumePoint } from './stream/resume-point';
 
 /**
- * A thread's runs as one stream (issue 25): a route under /threads served here, in runs/, because it
+ * A thread's runs as one stream (docs/protocol.md#following-a-thread): a route under /threads served here, in runs/, because it
  * reads the runs' event logs (threads/ knows nothing of runs).
  */
 @ApiTags('threads')

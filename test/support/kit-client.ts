@@ -12,7 +12,7 @@ export const kitId = (prefix: string) => `conformance-${prefix}-${randomUUID()}`
 export type Client = ReturnType<typeof clientFor>;
 
 /**
- * HTTP calls to io-bridge for its own tests, reading streams strictly as CONTRACT section 3 frames them
+ * HTTP calls to io-bridge for its own tests, reading streams strictly as docs/protocol.md#the-stream frames them
  * (test/support/sse.ts). The conformance kit (test/conformance) reads them as the SSE specification does.
  */
 export function clientFor(target: Target) {
@@ -86,7 +86,7 @@ export function runBody(text: string, agentId: string | undefined, extra: Record
   };
 }
 
-/** The error envelope of CONTRACT section 1: `{statusCode, code, message, details?}` as JSON, nothing else. */
+/** The error envelope of docs/protocol.md#routes: `{statusCode, code, message, details?}` as JSON, nothing else. */
 export async function expectErrorEnvelope(res: Response, status: number, code?: string) {
   const text = await res.text();
   expect({ status: res.status, body: text }).toMatchObject({ status });

@@ -23,7 +23,7 @@ export function runInput(text: string, extra: Record<string, unknown> = {}) {
 
 /**
  * forwardedProps naming memory as io.Assist sends them on a chat turn: the run is stored in its
- * thread, created when missing (CONTRACT section 2). A run without them on a new thread is stateless.
+ * thread, created when missing (docs/protocol.md#the-run-request). A run without them on a new thread is stateless.
  */
 export const memoryOf = (threadId: string, resource?: string) => ({
   memory: { thread: threadId, ...(resource !== undefined ? { resource } : {}) },
@@ -39,7 +39,7 @@ export async function postRun(url: string, body: unknown, init: RequestInit = {}
 }
 
 /**
- * Parses an SSE body strictly as CONTRACT section 3 writes it: LF only, `id: <n>` then `data: <json>`
+ * Parses an SSE body strictly as docs/protocol.md#the-stream writes it: LF only, `id: <n>` then `data: <json>`
  * (the last frames may lack their id: see {@link Frame}),
  * a blank line after each event, `: ping` comments allowed. Anything else throws.
  */
@@ -111,7 +111,7 @@ export type LiveRun = {
 };
 
 /**
- * Reads a `POST /run` response as it streams, strictly (UTF-8, CONTRACT framing). A refused run (not
+ * Reads a `POST /run` response as it streams, strictly (UTF-8, docs/protocol.md#the-stream framing). A refused run (not
  * 200) has no frames: its body is read at once, so a failing check can show it.
  */
 export async function readRun(res: Response, defaultTimeoutMs = 10_000): Promise<LiveRun> {

@@ -6,7 +6,7 @@ function hasNull(value: unknown): boolean {
   return false;
 }
 
-/** Asserts the guarantees of CONTRACT section 3 on a parsed stream; throws naming the first broken rule. */
+/** Asserts the guarantees of docs/protocol.md#the-stream on a parsed stream; throws naming the first broken rule. */
 export function assertStreamRules(frames: Frame[], ids: { threadId: string; runId: string }): void {
   const fail = (rule: string, i: number) => {
     throw new Error(`${rule} (event ${i + 1}: ${JSON.stringify(frames[i]?.event)})`);

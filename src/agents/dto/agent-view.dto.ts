@@ -25,7 +25,7 @@ export class AgentCapabilitiesView {
   memory: boolean;
 }
 
-/** An agent as CONTRACT section 1 shows it. */
+/** An agent as docs/protocol.md#routes shows it. */
 export class AgentView {
   @ApiProperty({ example: 'assistant' })
   id: string;

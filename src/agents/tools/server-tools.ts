@@ -33,7 +33,7 @@ export const calculatorTool = createTool({
 });
 
 /**
- * A harmless demonstration of approvals (CONTRACT section 9): it publishes nothing anywhere, it
+ * A harmless demonstration of approvals (docs/clients.md): it publishes nothing anywhere, it
  * only answers as if it had. Mastra's own `requireApproval` flag marks it; the run stops at the call
  * and asks (an AG-UI interrupt) before it executes.
  */

@@ -81,7 +81,7 @@ export class TokenUsageView {
   cacheWriteInputTokens?: number;
 }
 
-/** A run as `GET /runs/:runId` shows it (CONTRACT section 1). */
+/** A run as `GET /runs/:runId` shows it (docs/protocol.md#routes). */
 export class RunView {
   @ApiProperty()
   id: string;

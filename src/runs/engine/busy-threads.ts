@@ -17,7 +17,7 @@ const PLACE_TTL_MS = 10_000;
 const LOOK_MS = 1_000;
 
 /**
- * Requests that wait for their busy thread (issue 25): `enqueue` takes a place in the thread's
+ * Requests that wait for their busy thread (docs/protocol.md#busy-threads): `enqueue` takes a place in the thread's
  * queue (`run_queue`, shared by every replica) and starts when the thread is free and it is first;
  * `interrupt` also cancels the thread's run, through the cancel route's path on whatever replica it
  * runs (RUN_ERROR CANCELLED), and goes before those that only enqueued. A wait is bounded by

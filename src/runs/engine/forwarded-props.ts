@@ -18,7 +18,7 @@ export type ModelCeilings = {
   maxDisconnectGraceMs: number;
 };
 
-/** What the bridge reads from `forwardedProps` (CONTRACT section 6); anything else goes to the agent as request context. */
+/** What the bridge reads from `forwardedProps` (docs/protocol.md#forwardedprops); anything else goes to the agent as request context. */
 export type RunOptions = {
   agentId?: string;
   modelSettings: ModelSettings;
@@ -32,7 +32,7 @@ export type RunOptions = {
   disconnectGraceMs?: number;
   /** What the request does when its thread has a run in progress (default `reject`: 409 THREAD_BUSY). */
   ifBusy: IfBusy;
-  /** How this run answers frontend tools (CONTRACT section 9); absent: the server's CLIENT_PROTOCOL. */
+  /** How this run answers frontend tools (docs/clients.md); absent: the server's CLIENT_PROTOCOL. */
   clientProtocol?: ClientProtocol;
   /** Absent also when the client sent `structuredOutput` without a schema. */
   structuredOutput?: { schema: Record<string, unknown> };

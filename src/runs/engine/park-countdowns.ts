@@ -3,7 +3,7 @@
  * once its TOOL_CALL_END was shown, not when the tool began to wait. Mastra runs the tool as soon as
  * the model made the call, while the call's end waits for its registration (a statement that took
  * seconds with 50 runs starting at once): a run parked then has its engine stopped with that end
- * still on its way, and its clients saw it only after the wake (issue 25, the parked bench).
+ * still on its way, and its clients saw it only after the wake (bench/parked-bench.ts).
  */
 export class ParkCountdowns {
   /** Calls whose TOOL_CALL_END was shown (made on first use). */

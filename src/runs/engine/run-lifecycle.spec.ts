@@ -20,7 +20,7 @@ const RUN = 'run-1';
 const ERROR_CODES: readonly RunErrorCode[] = RUN_ERROR_CODES;
 
 // ---------------------------------------------------------------------------------------------------
-// The checker: every guarantee of CONTRACT section 3, asserted on one run's output.
+// The checker: every guarantee of docs/protocol.md#the-stream, asserted on one run's output.
 // ---------------------------------------------------------------------------------------------------
 
 /** The fields each event must carry besides `type` and `timestamp`: all strings. */

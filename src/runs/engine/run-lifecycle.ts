@@ -26,7 +26,7 @@ export type LifecycleOptions = {
 };
 
 /**
- * The one place where the guarantees of CONTRACT section 3 are enforced, whatever the upstream does:
+ * The one place where the guarantees of docs/protocol.md#the-stream are enforced, whatever the upstream does:
  * RUN_STARTED first; exactly one terminal event and nothing after it; every text message, reasoning
  * message, tool call and step closed before the terminal event; no empty deltas; tool arguments that
  * concatenate to a JSON object; every TOOL_CALL_START names its assistant message.

@@ -158,7 +158,7 @@ export class RunPreparer {
   }
 
   /**
-   * Declared tools, except those named like a server tool: the server tool wins (CONTRACT section 4).
+   * Declared tools, except those named like a server tool: the server tool wins (docs/protocol.md#tools).
    * The `io-intelligence` run waits for their results inside itself; the `ag-ui` run ends at their
    * calls. The agent's tools that need approval end the step at their calls in both.
    */

@@ -2,7 +2,7 @@ import { Observer, Subscribable, Unsubscribable } from 'rxjs';
 import { AguiEvent } from '../../protocol/agui-events';
 import { Chunk } from '../storage/run-events.repository';
 
-/** One SSE frame (CONTRACT section 3): `id: <seq>` then `data: <json>`, LF only. */
+/** One SSE frame (docs/protocol.md#the-stream): `id: <seq>` then `data: <json>`, LF only. */
 export const frame = (seq: number, event: AguiEvent): string =>
   `id: ${seq}\ndata: ${JSON.stringify(event)}\n\n`;
 

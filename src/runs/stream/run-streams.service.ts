@@ -30,7 +30,7 @@ const RETRY_MS = 1_000;
 export type Join = (writer: SseWriter) => void;
 
 /**
- * The event logs of runs, and every stream of them (issue 13, resumable runs). A run's own instance
+ * The event logs of runs, and every stream of them (docs/protocol.md#rejoining-a-run). A run's own instance
  * keeps its log (RunLog) and serves its readers from memory, each chunk once it is stored
  * (RunLogWriter: a group commit of every run's new chunks). A
  * reader on another instance (or one behind) reads storage, then follows the writes the owner

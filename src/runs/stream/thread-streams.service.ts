@@ -38,7 +38,7 @@ const WATCH_TTL_MS = 15_000;
 const NEXT_RUN_POLL_MS = 5_000;
 
 /**
- * Streams that follow a thread across its runs (GET /threads/:threadId/events, issue 25): each run
+ * Streams that follow a thread across its runs (GET /threads/:threadId/events, docs/protocol.md#following-a-thread): each run
  * in turn, from RUN_STARTED (or after the position resumed from) to its terminal event, through
  * RunStreams (from memory on the run's instance, from storage and announcements elsewhere), then
  * the next run of the thread whenever and wherever it starts. A stream never ends by itself; the

@@ -120,7 +120,7 @@ export class ListMessagesQueryDto {
   resourceId?: string;
 }
 
-/** A thread (CONTRACT section 1). */
+/** A thread (docs/protocol.md#routes). */
 export class ThreadView {
   @ApiProperty({ example: 'thread-1' })
   id: string;
