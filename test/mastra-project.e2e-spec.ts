@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { db, eventually } from './support/app';
@@ -411,6 +411,21 @@ describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line namin
         return join(dir, 'not-agent.ts');
       },
       /MASTRA_ENTRY: .*not-agent\.ts agent 'helper' lacks getDescription/,
+    ],
+    [
+      'a project on another major version of @mastra/core',
+      () => {
+        const core = join(dir, 'v2', 'node_modules', '@mastra', 'core');
+        mkdirSync(core, { recursive: true });
+        writeFileSync(
+          join(core, 'package.json'),
+          '{"name":"@mastra/core","version":"2.0.0","main":"index.js"}',
+        );
+        writeFileSync(join(core, 'index.js'), 'module.exports = {};\n');
+        writeFileSync(join(dir, 'v2', 'index.mjs'), 'export const mastra = { listAgents: () => ({}) };\n');
+        return join(dir, 'v2', 'index.mjs');
+      },
+      /MASTRA_ENTRY: .*index\.mjs uses @mastra\/core 2\.0\.0; io-bridge serves @mastra\/core 1\.x/,
     ],
     [
       'a module that throws',

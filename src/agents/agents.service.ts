@@ -251,7 +251,7 @@ export class AgentsService {
       ]);
     }
     this.log.log(
-      `agents${project ? ` of ${project.entry}` : ''}: ${[...this.agents.values()].map((a) => `${a.definition.id} (${a.modelId})`).join(', ')}`,
+      `agents${project ? ` of ${project.entry} (@mastra/core ${project.mastraVersion ?? 'unknown'})` : ''}: ${[...this.agents.values()].map((a) => `${a.definition.id} (${a.modelId})`).join(', ')}`,
     );
   }
 

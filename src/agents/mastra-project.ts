@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { RequestContext } from '@mastra/core/request-context';
 import type { Tool } from '@mastra/core/tools';
@@ -40,8 +41,8 @@ export type LoadedAgent = {
   instructions?: unknown;
 };
 
-/** The agents of a team's Mastra instance. */
-export type MastraProject = { entry: string; agents: LoadedAgent[] };
+/** The agents of a team's Mastra instance, and the `@mastra/core` version it resolves. */
+export type MastraProject = { entry: string; mastraVersion?: string; agents: LoadedAgent[] };
 
 const AGENT_METHODS = [
   'getDescription',
@@ -71,18 +72,49 @@ export function agentProblem(value: unknown): string | undefined {
 
 const problem = (entry: string, reason: string) => ConfigError.invalid([`MASTRA_ENTRY: ${entry} ${reason}`]);
 
+/** The major version of `@mastra/core` io-bridge serves (tested with 1.71). */
+const SUPPORTED_MASTRA_MAJOR = 1;
+
+/** The version of the `@mastra/core` a module at `path` imports, or undefined when it resolves none. */
+function mastraVersionFor(path: string): string | undefined {
+  let main: string;
+  try {
+    main = createRequire(path).resolve('@mastra/core');
+  } catch {
+    return undefined;
+  }
+  for (let dir = dirname(main); dir !== dirname(dir); dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (!existsSync(manifest)) continue;
+    const { name, version } = JSON.parse(readFileSync(manifest, 'utf8')) as {
+      name?: string;
+      version?: string;
+    };
+    if (name === '@mastra/core') return version;
+  }
+  return undefined;
+}
+
 /**
  * Loads the module `MASTRA_ENTRY` names, JavaScript or TypeScript as Mastra projects write it
  * (extensionless relative imports, which Node's type stripping alone cannot load: tsx loads it), and
- * returns its `mastra` export's agents. `DATABASE_URL`, when unset, is set to io-bridge's database first
- * (the embedded one by default), so a project whose storage reads it needs nothing more. A module io-bridge cannot use stops start-up with one line
- * naming MASTRA_ENTRY and the reason.
+ * returns its `mastra` export's agents. `DATABASE_URL`, when unset, is set to io-bridge's database
+ * first (the embedded one by default), so a project whose storage reads it needs nothing more. A
+ * module io-bridge cannot use, or one on a `@mastra/core` of another major version, stops start-up
+ * with one line naming MASTRA_ENTRY and the reason.
  */
 export async function loadMastraProject(entry: string, databaseUrl?: string): Promise<MastraProject> {
   const path = resolve(entry);
   // A project's storage on DATABASE_URL finds io-bridge's database, the embedded one included.
   if (databaseUrl && !process.env.DATABASE_URL) process.env.DATABASE_URL = databaseUrl;
   if (!existsSync(path)) throw problem(entry, `does not exist (${path})`);
+  const version = mastraVersionFor(path);
+  if (version && Number(version.split('.')[0]) !== SUPPORTED_MASTRA_MAJOR) {
+    throw problem(
+      entry,
+      `uses @mastra/core ${version}; io-bridge serves @mastra/core ${SUPPORTED_MASTRA_MAJOR}.x`,
+    );
+  }
   let exported: Record<string, unknown>;
   try {
     const { tsImport } = await import('tsx/esm/api');
@@ -116,5 +148,5 @@ export async function loadMastraProject(entry: string, databaseUrl?: string): Pr
       .catch(() => undefined);
     loaded.push({ key, agent, tools, instructions });
   }
-  return { entry, agents: loaded };
+  return { entry, ...(version ? { mastraVersion: version } : {}), agents: loaded };
 }
