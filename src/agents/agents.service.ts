@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { Agent } from '@mastra/core/agent';
 import type { RequestContext } from '@mastra/core/request-context';
 import type { Tool } from '@mastra/core/tools';
@@ -215,7 +215,7 @@ export const MASTRA_PROJECT = Symbol('MASTRA_PROJECT');
  * agents of the team's Mastra project when `MASTRA_ENTRY` names one, else the built-in agents.
  */
 @Injectable()
-export class AgentsService {
+export class AgentsService implements OnApplicationShutdown {
   private readonly log = new Logger(AgentsService.name);
   private readonly agents = new Map<string, RegisteredAgent>();
   /** A project agent's id by the key its Mastra instance registered it under, where the two differ. */
@@ -225,7 +225,7 @@ export class AgentsService {
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
     @Optional() metrics?: Metrics,
-    @Optional() @Inject(MASTRA_PROJECT) project?: MastraProject | null,
+    @Optional() @Inject(MASTRA_PROJECT) private readonly project?: MastraProject | null,
   ) {
     if (project) {
       for (const loaded of project.agents) {
@@ -253,6 +253,13 @@ export class AgentsService {
     this.log.log(
       `agents${project ? ` of ${project.entry} (@mastra/core ${project.mastraVersion ?? 'unknown'})` : ''}: ${[...this.agents.values()].map((a) => `${a.definition.id} (${a.modelId})`).join(', ')}`,
     );
+  }
+
+  /** The team's Mastra instance is shut down with the service, before its database is (the embedded one). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.project?.shutdown?.().catch((err: unknown) => {
+      this.log.warn(`MASTRA_ENTRY: the Mastra instance's shutdown failed: ${String(err)}`);
+    });
   }
 
   private add(agent: RegisteredAgent): void {

@@ -42,7 +42,13 @@ export type LoadedAgent = {
 };
 
 /** The agents of a team's Mastra instance, and the `@mastra/core` version it resolves. */
-export type MastraProject = { entry: string; mastraVersion?: string; agents: LoadedAgent[] };
+export type MastraProject = {
+  entry: string;
+  mastraVersion?: string;
+  agents: LoadedAgent[];
+  /** Mastra's own shutdown of the instance (its storage's connections among what it releases). */
+  shutdown?: () => Promise<void>;
+};
 
 const AGENT_METHODS = [
   'getDescription',
@@ -124,7 +130,11 @@ export async function loadMastraProject(entry: string, databaseUrl?: string): Pr
     throw problem(entry, `could not be loaded: ${reason}`);
   }
   const mastra = (exported.mastra ?? (exported.default as Record<string, unknown> | undefined)?.mastra) as
-    { listAgents?: () => Record<string, unknown> } | undefined;
+    | {
+        listAgents?: () => Record<string, unknown>;
+        shutdown?: (options?: { drainTimeout?: number }) => Promise<void>;
+      }
+    | undefined;
   if (typeof mastra?.listAgents !== 'function') {
     throw problem(
       entry,
@@ -148,5 +158,12 @@ export async function loadMastraProject(entry: string, databaseUrl?: string): Pr
       .catch(() => undefined);
     loaded.push({ key, agent, tools, instructions });
   }
-  return { entry, ...(version ? { mastraVersion: version } : {}), agents: loaded };
+  const shutdown = mastra.shutdown?.bind(mastra);
+  return {
+    entry,
+    ...(version ? { mastraVersion: version } : {}),
+    agents: loaded,
+    // io-bridge's own runs are drained before (graceful-shutdown.ts): nothing of Mastra's is left to wait for.
+    ...(shutdown ? { shutdown: () => shutdown({ drainTimeout: 0 }) } : {}),
+  };
 }
