@@ -141,6 +141,15 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
       return (titled.rows[0]?.title as string | undefined) || undefined;
     });
     expect(title).toBe('Order questions');
+    // io-bridge's thread shows the same title, not the first message's text.
+    const shown = await eventually(async () => {
+      const res = await fetch(`${service.base}/threads/${threadId}`, {
+        headers: { 'x-resource-id': 'erin' },
+      });
+      const thread = (await res.json()) as { title?: string | null };
+      return thread.title || undefined;
+    });
+    expect(shown).toBe('Order questions');
     expect(model.aside.filter((r) => JSON.stringify(r.messages).includes('My name is Erin.'))).toHaveLength(
       1,
     );

@@ -15,7 +15,7 @@ import { agentDefinitions } from './index';
 import { reportingTool } from './tools/run-tools';
 import { modelProblem, resolveModel } from './model-factory';
 import { abortableModel, ModelConfig } from './abortable-model';
-import { MastraProject } from './mastra-project';
+import { MastraProject, ProjectMemory } from './mastra-project';
 import { Metrics } from '../ops/metrics.service';
 
 type AnyTool = Tool<any, any, any, any, any, any, any>;
@@ -41,7 +41,12 @@ export type RegisteredAgent = {
    * what that memory recalls for the thread, and a run hands the agent only the messages new to it.
    */
   ownMemory: boolean;
+  /** Its Memory names threads itself (`generateTitle`): a run leaves the thread untitled for it. */
+  titlesThreads: boolean;
 };
+
+/** Told of a title an agent's own Memory gave a thread (ThreadsService keeps it as the thread's). */
+export type TitleListener = (threadId: string, resourceId: string, title: string) => void;
 
 /** Whether a tool is marked with Mastra's `requireApproval` (a flag; an approval function counts as always). */
 export function requiresApproval(tool: AnyTool): boolean {
@@ -107,6 +112,7 @@ function builtInAgent(
     contextTokens: override?.contextTokens ?? definition.contextTokens ?? config.model.contextTokens,
     instructions,
     ownMemory: false,
+    titlesThreads: false,
   };
 }
 
@@ -141,11 +147,14 @@ function modelIdOf(model: ModelConfig): string {
  * are asked for as the built-in agents' are (docs/clients.md#approvals-interrupts-both-protocols).
  */
 function projectAgent(
-  { agent, tools, instructions: instructionsOf }: MastraProject['agents'][number],
+  { agent, tools, instructions: instructionsOf, memory }: MastraProject['agents'][number],
   config: AppConfig,
   metrics: Metrics | undefined,
+  titled: TitleListener,
 ): RegisteredAgent {
   const fork = agent.__fork();
+  const titlesThreads = Boolean(memory?.getMergedThreadConfig?.().generateTitle);
+  if (memory && titlesThreads) fork.__setMemory(reportingTitles(memory, titled));
   const models = Array.isArray(agent.model) ? agent.model : [{ model: agent.model }];
   const modelId = models.map((m) => modelIdOf(m.model)).join(', ');
   for (const { model } of models) {
@@ -197,7 +206,27 @@ function projectAgent(
     contextTokens: config.model.contextTokens,
     instructions,
     ownMemory: agent.hasOwnMemory(),
+    titlesThreads,
   };
+}
+
+/**
+ * `memory`, telling `titled` of each title it gives a thread (Mastra saves a generated title with
+ * `createThread`), so that io-bridge's thread shows the same title.
+ */
+function reportingTitles(memory: ProjectMemory, titled: TitleListener): ProjectMemory {
+  return new Proxy(memory, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown;
+      if (typeof value !== 'function') return value;
+      if (property !== 'createThread') return (value as (...a: unknown[]) => unknown).bind(target);
+      return async (args: Parameters<ProjectMemory['createThread']>[0]) => {
+        const created = await target.createThread(args);
+        if (args.title && args.threadId) titled(args.threadId, args.resourceId, args.title);
+        return created;
+      };
+    },
+  });
 }
 
 /** `tool` under `name` (a shallow copy: the team's tool object is left as it is). */
@@ -218,6 +247,7 @@ export const MASTRA_PROJECT = Symbol('MASTRA_PROJECT');
 export class AgentsService implements OnApplicationShutdown {
   private readonly log = new Logger(AgentsService.name);
   private readonly agents = new Map<string, RegisteredAgent>();
+  private readonly titleListeners: TitleListener[] = [];
   /** A project agent's id by the key its Mastra instance registered it under, where the two differ. */
   private readonly aliases = new Map<string, string>();
   readonly defaultAgentId: string;
@@ -229,7 +259,11 @@ export class AgentsService implements OnApplicationShutdown {
   ) {
     if (project) {
       for (const loaded of project.agents) {
-        this.add(projectAgent(loaded, config, metrics));
+        this.add(
+          projectAgent(loaded, config, metrics, (...title) =>
+            this.titleListeners.forEach((l) => l(...title)),
+          ),
+        );
         if (loaded.key !== loaded.agent.id) this.aliases.set(loaded.key, loaded.agent.id);
       }
     } else {
@@ -253,6 +287,11 @@ export class AgentsService implements OnApplicationShutdown {
     this.log.log(
       `agents${project ? ` of ${project.entry} (@mastra/core ${project.mastraVersion ?? 'unknown'})` : ''}: ${[...this.agents.values()].map((a) => `${a.definition.id} (${a.modelId})`).join(', ')}`,
     );
+  }
+
+  /** Tells `listener` of every title an agent's own Memory gives a thread. */
+  onTitle(listener: TitleListener): void {
+    this.titleListeners.push(listener);
   }
 
   /** The team's Mastra instance is shut down with the service, before its database is (the embedded one). */

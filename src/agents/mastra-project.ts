@@ -24,10 +24,18 @@ export type ProjectAgent = {
   stream(messages: unknown, options?: unknown): Promise<unknown>;
   /** Whether the agent was given a Mastra `Memory`. */
   hasOwnMemory(): boolean;
+  getMemory(args?: { requestContext?: RequestContext }): Promise<ProjectMemory | undefined>;
+  __setMemory(memory: unknown): void;
   /** A copy of the agent that can be changed without changing the team's instance (Mastra's own editor uses it). */
   __fork(): ProjectAgent;
   __updateModel(args: { model: unknown }): void;
   __setTools(tools: unknown): void;
+};
+
+/** A Mastra `Memory`, as io-bridge uses one. */
+export type ProjectMemory = {
+  getMergedThreadConfig?(): { generateTitle?: unknown };
+  createThread(args: { threadId?: string; resourceId: string; title?: string }): Promise<unknown>;
 };
 
 /** One agent of a team's Mastra instance, as loaded. */
@@ -39,6 +47,8 @@ export type LoadedAgent = {
   tools?: Record<string, AnyTool>;
   /** Its instructions as given at start-up: a string, or what a function of the request context returned without one. */
   instructions?: unknown;
+  /** Its Memory, when it has one that is not a function of the request context. */
+  memory?: ProjectMemory;
 };
 
 /** The agents of a team's Mastra instance, and the `@mastra/core` version it resolves. */
@@ -56,6 +66,8 @@ const AGENT_METHODS = [
   'listTools',
   'stream',
   'hasOwnMemory',
+  'getMemory',
+  '__setMemory',
   '__fork',
   '__updateModel',
   '__setTools',
@@ -156,7 +168,8 @@ export async function loadMastraProject(entry: string, databaseUrl?: string): Pr
     const instructions: unknown = await Promise.resolve()
       .then(() => agent.getInstructions())
       .catch(() => undefined);
-    loaded.push({ key, agent, tools, instructions });
+    const memory = agent.hasOwnMemory() ? await agent.getMemory().catch(() => undefined) : undefined;
+    loaded.push({ key, agent, tools, instructions, ...(memory ? { memory } : {}) });
   }
   const shutdown = mastra.shutdown?.bind(mastra);
   return {

@@ -165,7 +165,11 @@ export class RunsService {
       resourceId: principal.resourceId,
       agentId: prepared.agent.definition.id,
       leaseMs: this.leases.leaseMs,
-      title: prepared.generateTitle || prepared.readOnly ? undefined : titleFrom(incoming),
+      // Untitled when a model names it: the run's own (generateTitle) or the agent's Memory.
+      title:
+        prepared.generateTitle || prepared.readOnly || prepared.agent.titlesThreads
+          ? undefined
+          : titleFrom(incoming),
       incoming,
       // An agent with a Memory of its own recalls the thread's history itself: it gets only what is new.
       lastMessages: prepared.agent.ownMemory ? 0 : prepared.lastMessages,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { AgentsService } from '../agents/agents.service';
 import { idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
@@ -49,12 +49,21 @@ function decodeCursor(cursor: string): { updatedKey: string; id: string } {
 /** Threads and their messages: the calling owner's, or by id those `idScope` lets the caller reach. */
 @Injectable()
 export class ThreadsService {
+  private readonly log = new Logger(ThreadsService.name);
+
   constructor(
     private readonly threads: ThreadsRepository,
     private readonly threadMessages: MessagesRepository,
     private readonly agents: AgentsService,
     private readonly notifications: PgNotifications,
-  ) {}
+  ) {
+    // An agent whose own Memory names threads (docs/agents.md#your-own-mastra-project): its title is the thread's.
+    agents.onTitle((threadId, resourceId, title) => {
+      this.threads.setTitleIfNone(threadId, resourceId, title).catch((err: unknown) => {
+        this.log.warn(`thread ${threadId}: its generated title was not kept: ${String(err)}`);
+      });
+    });
+  }
 
   /** Creates a thread; the same id again by its owner returns it (created: false); another owner's id is a conflict. */
   async create(
