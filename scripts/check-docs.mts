@@ -6,18 +6,23 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 /** A newcomer reads the README in five minutes; the detail lives in docs/. */
 export const README_MAX_LINES = 200;
 
-/** The pages checked: the README, everything under docs/, and each package's README. */
-function pages(root: string): string[] {
-  const found = ['README.md'];
-  const walk = (dir: string) => {
-    if (!existsSync(join(root, dir))) return;
-    for (const entry of readdirSync(join(root, dir))) {
-      const path = join(dir, entry);
+/** The files under `dir` (relative to `root`) whose names end with `suffix`, as paths relative to `root`. */
+function filesUnder(root: string, dir: string, suffix: string): string[] {
+  const found: string[] = [];
+  const walk = (at: string) => {
+    for (const entry of readdirSync(join(root, at))) {
+      const path = join(at, entry);
       if (statSync(join(root, path)).isDirectory()) walk(path);
-      else if (entry.endsWith('.md')) found.push(path);
+      else if (entry.endsWith(suffix)) found.push(path);
     }
   };
-  walk('docs');
+  if (existsSync(join(root, dir))) walk(dir);
+  return found;
+}
+
+/** The pages checked: the README, everything under docs/, and each package's README. */
+function pages(root: string): string[] {
+  const found = ['README.md', ...filesUnder(root, 'docs', '.md')];
   if (existsSync(join(root, 'packages')))
     for (const pkg of readdirSync(join(root, 'packages')))
       if (existsSync(join(root, 'packages', pkg, 'README.md')))
@@ -88,20 +93,6 @@ export function docProblems(root: string): string[] {
   return problems;
 }
 
-/** The TypeScript files under `dir`. */
-function sources(root: string, dir: string): string[] {
-  const found: string[] = [];
-  const walk = (at: string) => {
-    for (const entry of readdirSync(join(root, at))) {
-      const path = join(at, entry);
-      if (statSync(join(root, path)).isDirectory()) walk(path);
-      else if (entry.endsWith('.ts')) found.push(path);
-    }
-  };
-  if (existsSync(join(root, dir))) walk(dir);
-  return found;
-}
-
 /**
  * What the product code cites: the repository's own docs, which a clone has. A citation of working
  * notes or an issue tracker outside it (`CONTRACT section 3`, `issue 25`) is a problem, and so is a
@@ -109,7 +100,7 @@ function sources(root: string, dir: string): string[] {
  */
 export function citationProblems(root: string): string[] {
   const problems: string[] = [];
-  for (const file of sources(root, 'src')) {
+  for (const file of filesUnder(root, 'src', '.ts')) {
     const text = readFileSync(join(root, file), 'utf8');
     for (const m of text.matchAll(/CONTRACT section|\bissues? \d+\b|\.\.\/shared\//gi))
       problems.push(`${file} cites what the repository does not hold: '${m[0]}' (cite docs/ instead)`);

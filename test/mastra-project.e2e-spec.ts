@@ -26,6 +26,16 @@ const TITLES = {
       : undefined,
 };
 
+/** `POST /run` of `body` to `service` with `headers`: asserts a 200 (its body shown if not) and returns the frames. */
+async function runOn(service: BuiltService, body: unknown, headers: Record<string, string> = {}) {
+  const res = await postRun(`${service.base}/run`, body, {
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+  });
+  const text = await res.text();
+  expect({ status: res.status, text: res.ok ? '' : text }).toEqual({ status: 200, text: '' });
+  return parseFrames(text).frames;
+}
+
 const systemOf = (request: { messages: Array<Record<string, any>> }) =>
   request.messages
     .filter((m) => m.role === 'system')
@@ -35,14 +45,7 @@ const systemOf = (request: { messages: Array<Record<string, any>> }) =>
 describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
   let model: OpenAiServer;
   let service: BuiltService;
-  const run = async (owner: string, body: unknown) => {
-    const res = await postRun(`${service.base}/run`, body, {
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-resource-id': owner },
-    });
-    const text = await res.text();
-    expect({ status: res.status, text: res.ok ? '' : text }).toEqual({ status: 200, text: '' });
-    return parseFrames(text).frames;
-  };
+  const run = (owner: string, body: unknown) => runOn(service, body, { 'x-resource-id': owner });
 
   beforeAll(async () => {
     model = await startOpenAiServer(() => ({ text: ['Hello'] }), TITLES);
@@ -296,15 +299,7 @@ describe('a Mastra project behind sign-in (AUTH_MODE=jwt): the caller’s claims
   it('an agent’s instructions read the token’s name claim; a client cannot put claims of its own', async () => {
     const token = await idp.sign({ sub: 'user-jo', name: 'Jo Doe', email: 'jo@example.com', secret: 'x' });
     const input = runInput('hi', { forwardedProps: { claims: { name: 'Someone Else' } } });
-    const res = await postRun(`${service.base}/run`, input, {
-      headers: {
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-        authorization: `Bearer ${token}`,
-      },
-    });
-    expect(res.status).toBe(200);
-    const frames = parseFrames(await res.text()).frames;
+    const frames = await runOn(service, input, { authorization: `Bearer ${token}` });
     expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
     const system = systemOf(model.requests.at(-1)!);
     expect(system).toContain('You are talking to user-jo (Jo Doe).');
@@ -330,11 +325,7 @@ describe('a Mastra project in JavaScript: models chosen per request, and fallbac
     await service?.stop();
     await model?.close();
   });
-  const run = async (body: unknown) => {
-    const res = await postRun(`${service.base}/run`, body);
-    expect(res.status).toBe(200);
-    return parseFrames(await res.text()).frames;
-  };
+  const run = (body: unknown) => runOn(service, body);
 
   it('lists each agent with what its model is', async () => {
     const list = (await (await fetch(`${service.base}/agents`)).json()) as {

@@ -157,15 +157,13 @@ function projectAgent(
   if (memory && titlesThreads) fork.__setMemory(reportingTitles(memory, titled));
   const models = Array.isArray(agent.model) ? agent.model : [{ model: agent.model }];
   const modelId = models.map((m) => modelIdOf(m.model)).join(', ');
+  // A model-router id of the project is Mastra's own: OPENAI_BASE_URL is the built-in agents'.
+  const router = { ...config.model, openaiBaseUrl: undefined };
   for (const { model } of models) {
-    if (typeof model === 'string') {
-      const problem = modelProblem(model, { ...config.model, openaiBaseUrl: undefined });
-      if (problem) throw ConfigError.invalid([`MASTRA_ENTRY: agent '${agent.id}': ${problem}`]);
-      requireApiKey(model, `MASTRA_ENTRY: agent '${agent.id}'`, {
-        ...config.model,
-        openaiBaseUrl: undefined,
-      });
-    }
+    if (typeof model !== 'string') continue;
+    const problem = modelProblem(model, router);
+    if (problem) throw ConfigError.invalid([`MASTRA_ENTRY: agent '${agent.id}': ${problem}`]);
+    requireApiKey(model, `MASTRA_ENTRY: agent '${agent.id}'`, router);
   }
   const wrap = (model: ModelConfig) =>
     abortableModel(model, callSettings(agent.id, modelIdOf(model), config, metrics));

@@ -20,6 +20,20 @@ const HUGE_RUN: RunBodyLimits = {
   maxForwardedPropsKeys: 1e9,
 };
 
+/** Counts the turns of the event loop from now until the returned function is called, which returns the count. */
+function countTurns(): () => number {
+  let turns = 0;
+  let counting = true;
+  const count = () => {
+    turns++;
+    if (counting) setImmediate(count);
+  };
+  setImmediate(count);
+  return () => {
+    counting = false;
+    return turns;
+  };
+}
 /** The verdict of one scan of the whole text. */
 function scan(text: string, limits = HUGE, run?: RunBodyLimits): ScanVerdict {
   const s = new JsonLimitScan(text, limits, run);
@@ -317,15 +331,9 @@ describe('JsonLimitScan', () => {
     it('with a TurnShare, all scans together take its share of each turn', async () => {
       const share = new TurnShare(2);
       const texts = Array.from({ length: 3 }, () => JSON.stringify(range(3000)));
-      let turns = 0;
-      let counting = true;
-      const count = () => {
-        turns++;
-        if (counting) setImmediate(count);
-      };
-      setImmediate(count);
+      const counted = countTurns();
       const verdicts = await Promise.all(texts.map((t) => scanJson(t, HUGE, undefined, 1024, share)));
-      counting = false;
+      const turns = counted();
       expect(verdicts).toEqual(texts.map(() => ({ ok: true })));
       // Three texts of about 14 slices each, two slices a turn: about 21 turns, never fewer.
       const slices = texts.reduce((n, t) => n + Math.ceil(t.length / 1024), 0);
@@ -334,15 +342,9 @@ describe('JsonLimitScan', () => {
 
     it('lets the event loop turn between slices', async () => {
       const text = JSON.stringify(Array.from({ length: 10_000 }, (_, i) => ({ i })));
-      let turns = 0;
-      let counting = true;
-      const count = () => {
-        turns++;
-        if (counting) setImmediate(count);
-      };
-      setImmediate(count);
+      const counted = countTurns();
       const verdict = await scanJson(text, HUGE, undefined, 1024);
-      counting = false;
+      const turns = counted();
       expect(verdict).toEqual({ ok: true });
       // About one turn per slice of 1,024 characters.
       expect(turns).toBeGreaterThan(text.length / 1024 / 2);

@@ -95,7 +95,10 @@ async function read(
     else signal.addEventListener('abort', cancel, { once: true });
     while (!subscriber.closed) {
       const { done, value } = await reader.read();
-      if (done) break;
+      if (done) {
+        reading.whole = true;
+        break;
+      }
       if (value.type === 'text-delta') {
         const delta: unknown = value.payload?.text;
         if (typeof delta !== 'string' || !delta) continue;
@@ -116,7 +119,6 @@ async function read(
       subscriber.next(value);
     }
     flush();
-    reading.whole = !subscriber.closed;
     subscriber.complete();
   } catch (err) {
     flush();
