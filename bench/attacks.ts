@@ -240,6 +240,7 @@ async function attackBody(service: Service, attack: BodyAttack, parallel: boolea
     elapsedMs: elapsed,
     lagMaxMs: lag,
     liveP99Ms: percentile(latencies, 99),
+    liveMaxMs: Math.max(...latencies),
     liveSamples: latencies.length,
   };
 }
@@ -378,7 +379,7 @@ async function main(): Promise<void> {
             ),
             row(
               `${attack.name} ×20, ${how}: /health/live p99`,
-              `${body.liveP99Ms.toFixed(1)} ms (${body.liveSamples} probes)`,
+              `${body.liveP99Ms.toFixed(1)} ms (${body.liveSamples} probes, the slowest ${body.liveMaxMs.toFixed(1)} ms)`,
               `≤ ${TARGET_LIVE_P99_BODY_MS} ms`,
               body.liveP99Ms <= TARGET_LIVE_P99_BODY_MS,
             ),

@@ -14,7 +14,7 @@ import { DomainErrorFilter } from './common/error.filter';
 import { DomainError, ErrorDetail, envelope } from './common/errors';
 import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from './common/body-limits';
 import { SafeInputPipe } from './common/safe-input';
-import { boundedJsonParser } from './common/json-scan';
+import { boundedJsonParser } from './common/json-body-parser';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
 import { openApiDocument, serveDocsPage, swaggerUiOptions } from './openapi/document';
@@ -125,24 +125,28 @@ export async function createApp(
       bufferLogs: true,
       // A failing boot throws (main.ts prints it and exits 1) instead of Nest exiting the process itself.
       abortOnError: false,
+      bodyParser: false,
     },
   );
   app.useLogger(quietStartup(app.get(PinoNestLogger)));
   const { limits } = config;
-  app.useBodyParser(
+  // The JSON parser reads the request stream itself (Nest's useBodyParser hands a parser the whole
+  // body as one buffer), so Nest registers no body parser and the form one is added here as before.
+  adapter.getInstance().addContentTypeParser(
     'application/json',
-    { bodyLimit: limits.maxBodyBytes },
     boundedJsonParser(
       {
         maxDepth: limits.maxJsonDepth,
         maxValues: limits.maxJsonValues,
         maxStringLength: limits.maxStringLength,
       },
+      limits.maxBodyBytes,
       { route: runRoute, limits },
       adapter.getInstance().getDefaultJsonParser('error', 'error'),
       scanned,
     ),
   );
+  app.useBodyParser('application/x-www-form-urlencoded', { bodyLimit: limits.maxBodyBytes });
   app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
   // Helmet's headers, computed once: with this configuration they are the same for every response
   // (@fastify/helmet rebuilt the middleware, parsing the CSP, on every request). They are set on

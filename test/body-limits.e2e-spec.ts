@@ -1,8 +1,10 @@
+import { connect } from 'node:net';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { readRun, runInput } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 const MANY = 100_000;
+const BODY_LIMIT = 4 * 1024 * 1024;
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /**
@@ -19,6 +21,7 @@ describe('request bodies are bounded before they are validated (built service)',
       MAX_CONTENT_PARTS: '8',
       MAX_FORWARDED_PROPS_KEYS: '50',
       MAX_JSON_VALUES: '2000',
+      MAX_BODY_BYTES: String(BODY_LIMIT),
     });
   }, 90_000);
   afterAll(() => service?.stop());
@@ -203,5 +206,87 @@ describe('request bodies are bounded before they are validated (built service)',
     expect(res.status).toBe(200);
     const run = await readRun(res);
     assertStreamRules(await run.done, input);
+  });
+
+  /**
+   * A raw HTTP/1.1 request whose body goes out in the given pieces, each written once the previous
+   * was flushed, with Nagle off: the body reaches the service in several reads. The raw response.
+   */
+  const rawPost = (path: string, headers: Record<string, string>, pieces: Buffer[]): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const url = new URL(`${service!.base}${path}`);
+      const socket = connect(Number(url.port), url.hostname);
+      socket.setNoDelay(true);
+      let response = '';
+      socket.on('data', (data) => (response += data.toString('utf8')));
+      socket.on('end', () => resolve(response));
+      socket.on('error', reject);
+      socket.on('connect', async () => {
+        const head = Object.entries({ host: url.host, connection: 'close', ...headers })
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('');
+        socket.write(`POST ${url.pathname} HTTP/1.1\r\n${head}\r\n`);
+        for (const piece of pieces) {
+          if (socket.destroyed) break;
+          await new Promise<void>((done) => socket.write(piece, () => done()));
+          await new Promise((next) => setImmediate(next));
+        }
+      });
+    });
+  const statusOf = (raw: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1]);
+  const jsonOf = (raw: string) =>
+    JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
+
+  it('a body read a few bytes at a time keeps every character split between two reads', async () => {
+    const note = 'héllo, 世界 🙂 ' + 'ü'.repeat(40);
+    const body = Buffer.from(JSON.stringify({ metadata: { note } }));
+    // Pieces of 1 to 3 bytes: most multi-byte characters are cut between two reads.
+    const pieces: Buffer[] = [];
+    for (let at = 0, size = 1; at < body.length; at += size, size = (size % 3) + 1) {
+      pieces.push(body.subarray(at, at + size));
+    }
+    const raw = await rawPost(
+      '/threads',
+      { 'content-type': 'application/json', 'content-length': String(body.length) },
+      pieces,
+    );
+    expect(statusOf(raw)).toBe(201);
+    const created = jsonOf(raw) as { id: string };
+    const read = await fetch(`${service!.base}/threads/${created.id}`);
+    expect(((await read.json()) as { metadata: unknown }).metadata).toEqual({ note });
+  });
+
+  it('a chunked body (no Content-Length) over MAX_BODY_BYTES is refused 413 once it passes the limit', async () => {
+    const chunk = (data: string) => Buffer.from(`${Buffer.byteLength(data).toString(16)}\r\n${data}\r\n`);
+    // Twice the limit, 64 KiB a chunk of the chunked encoding; the service answers before it is all sent.
+    const pieces = [chunk('{"metadata":{"x":"')];
+    for (let i = 0; i < (2 * BODY_LIMIT) / (64 * 1024); i++) pieces.push(chunk(' '.repeat(64 * 1024)));
+    const raw = await rawPost(
+      '/threads',
+      { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      pieces,
+    );
+    expect(statusOf(raw)).toBe(413);
+    expect(jsonOf(raw)).toMatchObject({ statusCode: 413, code: 'PAYLOAD_TOO_LARGE' });
+  });
+
+  it('a Content-Length over MAX_BODY_BYTES is refused 413 before the body is read', async () => {
+    const raw = await rawPost(
+      '/threads',
+      { 'content-type': 'application/json', 'content-length': String(BODY_LIMIT + 1) },
+      [Buffer.from('{"metadata":{}')],
+    );
+    expect(statusOf(raw)).toBe(413);
+    expect(jsonOf(raw)).toMatchObject({ statusCode: 413, code: 'PAYLOAD_TOO_LARGE' });
+  });
+
+  it('a form body is parsed as before (the JSON parser is the only one replaced)', async () => {
+    const res = await fetch(`${service!.base}/threads`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'title=from+a+form',
+    });
+    expect(res.status).toBe(201);
+    expect(await res.json()).toMatchObject({ title: 'from a form' });
   });
 });

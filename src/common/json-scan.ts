@@ -1,5 +1,4 @@
 import { setImmediate as turn } from 'node:timers/promises';
-import { errorCodes, type FastifyBodyParser, type FastifyRequest } from 'fastify';
 import type { BodyLimits, RunBodyLimits } from './body-limits';
 import { DomainError } from './errors';
 import { TurnShare } from './turn-share';
@@ -414,13 +413,10 @@ export class JsonLimitScan {
   }
 }
 
-/** Slices of JSON text scanned in one turn of the event loop, all bodies together. */
-export const SCAN_SLICES_PER_TURN = 4;
-
 /**
- * The verdict of {@link JsonLimitScan} on `text`, scanned a slice at a time, each slice once `turns`
- * has room (without it, one a turn): however large the body (up to MAX_BODY_BYTES) and however many
- * arrive at once, no turn of the event loop holds more than `turns` allows.
+ * The verdict of {@link JsonLimitScan} on `text`, scanned a slice at a time, each slice (a unit) once
+ * `turns` has room (without it, one a turn): however large the body (up to MAX_BODY_BYTES) and however
+ * many arrive at once, no turn of the event loop holds more than `turns` allows.
  */
 export async function scanJson(
   text: string,
@@ -437,42 +433,4 @@ export async function scanJson(
     scan.step(sliceChars);
   }
   return scan.verdict();
-}
-
-/**
- * The `application/json` body parser (docs/limits.md#request-bodies): the text is scanned against the
- * limits a slice at a time ({@link scanJson}) and only a text within them is parsed, by Fastify's own
- * parser, in one turn bounded by the limits. A refusal is the limit's DomainError; text that is not
- * JSON is Fastify's error for it, as before. `scanned` gets each request whose body it checked.
- */
-export function boundedJsonParser(
-  limits: BodyLimits,
-  run: { route: string; limits: RunBodyLimits },
-  /** Fastify's parser of a JSON text (`getDefaultJsonParser`: prototype poisoning refused). */
-  parse: FastifyBodyParser<string>,
-  scanned: WeakSet<FastifyRequest>,
-) {
-  // Shared by every body this parser checks: SCAN_SLICES_PER_TURN slices a turn, all together.
-  const turns = new TurnShare(SCAN_SLICES_PER_TURN);
-  const check = async (request: FastifyRequest, body: Buffer): Promise<unknown> => {
-    const text = body.toString('utf8');
-    if (text.length) {
-      const isRun = request.method === 'POST' && request.routeOptions.url === run.route;
-      const verdict = await scanJson(text, limits, isRun ? run.limits : undefined, SCAN_SLICE_CHARS, turns);
-      if (!verdict.ok) {
-        if ('error' in verdict) throw verdict.error;
-        throw new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY();
-      }
-      scanned.add(request);
-    }
-    return new Promise((resolve, reject) => {
-      const parsed = parse(request, text, (err, value) => (err ? reject(err) : resolve(value)));
-      if (parsed) parsed.then(resolve, reject);
-    });
-  };
-  return (request: FastifyRequest, body: Buffer, done: (err: Error | null, value?: unknown) => void): void =>
-    void check(request, body).then(
-      (value) => done(null, value),
-      (err: Error) => done(err),
-    );
 }

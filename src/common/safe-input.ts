@@ -8,34 +8,61 @@ export const MAX_JSON_DEPTH = 64;
 // eslint-disable-next-line no-control-regex -- NUL is exactly what this looks for
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-const pathOf = (parent: string, key: string | number) => (parent ? `${parent}.${key}` : String(key));
+/** A value met on the walk: its path is only spelled out for the one that is refused. */
+type Visit = { value: unknown; depth: number; key: string | number; parent: Visit | undefined };
+
+const pathOf = (visit: Visit, root: string): string => {
+  const keys: Array<string | number> = [];
+  for (let at: Visit | undefined = visit; at?.parent; at = at.parent) keys.push(at.key);
+  if (root) keys.push(root);
+  return keys.reverse().join('.');
+};
 
 /**
  * The first thing in `value` no handler can take: nesting beyond `maxDepth`, or a string (value or
  * key) holding NUL or an unpaired surrogate. Iterative, so hostile depth cannot overflow the stack.
  */
 export function unsafeInput(value: unknown, maxDepth = MAX_JSON_DEPTH, root = ''): ErrorDetail | undefined {
-  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value, path: root, depth: 0 }];
+  const stack: Visit[] = [{ value, depth: 0, key: '', parent: undefined }];
   while (stack.length) {
     const item = stack.pop()!;
-    if (typeof item.value === 'string') {
-      if (UNSTORABLE.test(item.value)) {
-        return { path: item.path, message: 'must not contain NUL characters or unpaired surrogates' };
+    const value = item.value;
+    if (typeof value === 'string') {
+      if (UNSTORABLE.test(value)) {
+        return {
+          path: pathOf(item, root),
+          message: 'must not contain NUL characters or unpaired surrogates',
+        };
       }
       continue;
     }
-    if (typeof item.value !== 'object' || item.value === null) continue;
+    if (typeof value !== 'object' || value === null) continue;
     if (item.depth >= maxDepth) {
-      return { path: item.path, message: `nesting deeper than ${maxDepth} levels` };
+      return { path: pathOf(item, root), message: `nesting deeper than ${maxDepth} levels` };
     }
-    const entries = Array.isArray(item.value)
-      ? item.value.map((v, i) => [i, v] as const)
-      : Object.entries(item.value);
-    for (const [key, child] of entries) {
-      if (typeof key === 'string' && UNSTORABLE.test(key)) {
-        return { path: item.path, message: 'keys must not contain NUL characters or unpaired surrogates' };
+    const depth = item.depth + 1;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const child: unknown = value[i];
+        // Numbers, booleans and nulls hold nothing to refuse: not pushed.
+        if (typeof child === 'string' || (typeof child === 'object' && child !== null)) {
+          stack.push({ value: child, depth, key: i, parent: item });
+        }
       }
-      stack.push({ value: child, path: pathOf(item.path, key), depth: item.depth + 1 });
+      continue;
+    }
+    for (const key in value) {
+      if (!Object.hasOwn(value, key)) continue;
+      if (UNSTORABLE.test(key)) {
+        return {
+          path: pathOf(item, root),
+          message: 'keys must not contain NUL characters or unpaired surrogates',
+        };
+      }
+      const child: unknown = (value as Record<string, unknown>)[key];
+      if (typeof child === 'string' || (typeof child === 'object' && child !== null)) {
+        stack.push({ value: child, depth, key, parent: item });
+      }
     }
   }
   return undefined;

@@ -49,3 +49,26 @@ describe('TurnShare', () => {
     expect((share as unknown as { scheduled: boolean }).scheduled).toBe(false);
   });
 });
+
+describe('TurnShare, pieces of several units', () => {
+  it('fits pieces into a turn while they fit; a piece of perTurn units or more has a turn alone', async () => {
+    const share = new TurnShare(4);
+    const order: string[] = [];
+    const pieces = [
+      share.take(3).then(() => order.push('a3')),
+      share.take(2).then(() => order.push('b2')),
+      share.take(2).then(() => order.push('c2')),
+      share.take(9).then(() => order.push('d9')),
+      share.take(1).then(() => order.push('e1')),
+    ];
+    await Promise.resolve();
+    expect(order).toEqual(['a3']);
+    await turn();
+    expect(order).toEqual(['a3', 'b2', 'c2']);
+    await turn();
+    expect(order).toEqual(['a3', 'b2', 'c2', 'd9']);
+    await turn();
+    expect(order).toEqual(['a3', 'b2', 'c2', 'd9', 'e1']);
+    await Promise.all(pieces);
+  });
+});

@@ -3,25 +3,28 @@
  * order, for the next turns. Many streams each writing a slice (replays of stored events) then hold
  * one turn for `perTurn` slices at most, however many they are, and every other callback (a health
  * probe, another route) runs between two turns. A wait, never a refusal.
+ *
+ * A piece of work may cost several units; one of `perTurn` units or more has a turn to itself.
  */
 export class TurnShare {
   private used = 0;
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Array<{ units: number; go: () => void }> = [];
   private scheduled = false;
 
   constructor(private readonly perTurn: number) {}
 
-  /** Resolves when the caller may do one unit of work: in this turn if it has room, else in a later one. */
-  take(): Promise<void> {
+  /** Resolves when the caller may do `units` of work: in this turn if it has room, else in a later one. */
+  take(units = 1): Promise<void> {
     this.schedule();
-    if (this.used < this.perTurn && !this.waiting.length) {
-      this.used++;
+    const cost = Math.min(Math.max(units, 1), this.perTurn);
+    if (this.used + cost <= this.perTurn && !this.waiting.length) {
+      this.used += cost;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return new Promise((go) => this.waiting.push({ units: cost, go }));
   }
 
-  /** Units waiting for a turn. */
+  /** Pieces of work waiting for a turn. */
   get queued(): number {
     return this.waiting.length;
   }
@@ -33,11 +36,22 @@ export class TurnShare {
     setImmediate(() => {
       this.scheduled = false;
       this.used = 0;
-      while (this.used < this.perTurn && this.waiting.length) {
-        this.used++;
-        this.waiting.shift()!();
+      while (this.waiting.length && this.used + this.waiting[0].units <= this.perTurn) {
+        const next = this.waiting.shift()!;
+        this.used += next.units;
+        next.go();
       }
       if (this.waiting.length || this.used) this.schedule();
     });
   }
 }
+
+/**
+ * The share of each turn that work proportional to a large request gets, all requests together: a
+ * JSON body's scan, joining and parsing (docs/limits.md#request-bodies), and the start of a model call
+ * on a long history. A unit is about a millisecond of such work; a piece of {@link LARGE_WORK_UNITS_PER_TURN}
+ * units or more (a large body's parse, a long history's start) has a turn to itself, so however many
+ * large requests arrive at once, one turn holds at most one of them.
+ */
+export const LARGE_WORK_UNITS_PER_TURN = 4;
+export const largeWorkTurns = new TurnShare(LARGE_WORK_UNITS_PER_TURN);

@@ -61,7 +61,7 @@ const DEFAULTS: AppConfig = {
   runParkAfterMs: 0,
   runQueueWaitMs: 60_000,
   lastMessages: 40,
-  modelMaxMessages: 200,
+  modelMaxMessages: 100,
   runEvents: { retentionMs: 900_000, maxQueuedBytes: 1024 * 1024, writeTimeoutMs: 30_000 },
   disconnectGrace: { defaultMs: 0, maxMs: 600_000 },
   storeAllRuns: false,

@@ -342,7 +342,7 @@ export const VARIABLES = {
     doc: 'stored messages the model sees by default',
   },
   MODEL_MAX_MESSAGES: {
-    schema: int(1, 100_000).default(200),
+    schema: int(1, 100_000).default(100),
     at: 'modelMaxMessages',
     doc: "messages handed to the model in one call at most, stored and incoming together: the oldest beyond it are left out, as when the context window is full (the engine's work on a history grows faster than its length; see [limits.md](limits.md#request-bodies))",
   },

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { Agent } from '@mastra/core/agent';
 import { RequestContext } from '@mastra/core/request-context';
-import { Observable, Subscriber, TeardownLogic } from 'rxjs';
+import { defer, Observable, Subscriber, switchMap, TeardownLogic } from 'rxjs';
 import { MODEL_SIGNAL_KEY } from '../../agents/abortable-model';
+import { largeWorkTurns } from '../../common/turn-share';
 import { MastraChunk } from './mastra-to-agui';
 
 /** One call of `agent.stream()`, as the runner makes it. */
@@ -16,6 +17,12 @@ export type AgentCall = {
 };
 
 /**
+ * Messages handed to the engine for about a millisecond of its work on them before the first step (its
+ * message list is built in one go): a unit of {@link largeWorkTurns}.
+ */
+const MESSAGES_A_UNIT = 8;
+
+/**
  * Mastra's `agent.stream()` as an Observable of its `fullStream` chunks: subscribing makes the call;
  * unsubscribing, or `signal` aborting, cancels the reading and aborts the provider call through the
  * agent's model (abortable-model.ts; a signal given to `agent.stream()` would cost a listener per
@@ -26,11 +33,15 @@ export type AgentCall = {
  * works per turn instead of per token. Any other chunk first flushes them, so the order is kept.
  * The run's first text delta comes out at once, not at the end of the turn: when many runs start
  * together one turn runs all their engines, and the first words would wait for all of them.
+ * A call on a long history is made once {@link largeWorkTurns} has room for it.
  */
 @Injectable()
 export class MastraRunner {
   stream(agent: Agent<any, any, any>, messages: unknown, call: AgentCall = {}): Observable<MastraChunk> {
-    return new Observable<MastraChunk>((subscriber) => makeCall(agent, messages, call, subscriber));
+    const made = new Observable<MastraChunk>((subscriber) => makeCall(agent, messages, call, subscriber));
+    // A long history waits for its share of a turn, with every other large request (docs/limits.md#request-bodies).
+    const units = Array.isArray(messages) ? Math.floor(messages.length / MESSAGES_A_UNIT) : 0;
+    return units ? defer(() => largeWorkTurns.take(units)).pipe(switchMap(() => made)) : made;
   }
 }
 

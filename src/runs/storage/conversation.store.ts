@@ -207,7 +207,13 @@ export class ConversationStore {
           run.budget?.tokens ?? null,
           run.budget?.windowMs ?? 86_400_000,
           run.queueTicket ?? null,
-          JSON.stringify(run.input),
+          JSON.stringify(
+            // A run that stores its messages into a thread that is sure to exist (memory on, not read
+            // only) keeps none of them in its input: they are not serialized only to be dropped.
+            run.memory && !run.readOnly
+              ? { ...run.input, request: { ...run.input.request, messages: undefined } }
+              : run.input,
+          ),
         ],
       );
     } catch (err) {
