@@ -1,19 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { LogLevel, ValidationError, ValidationPipe } from '@nestjs/common';
+import { LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyRequest } from 'fastify';
 import { SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
-import { Metrics } from './ops/metrics.service';
 import { LogDestination, quietStartup } from './ops/logging';
 import { DomainErrorFilter } from './common/error.filter';
-import { DomainError, ErrorDetail, envelope } from './common/errors';
-import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from './common/body-limits';
-import { SafeInputPipe } from './common/safe-input';
+import { envelope } from './common/errors';
 import { boundedJsonParser } from './common/json-body-parser';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
@@ -25,14 +21,6 @@ const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose']
 
 /** The configured level and every level above it. */
 export const logLevels = (level: LogLevel): LogLevel[] => LEVELS.slice(0, LEVELS.indexOf(level) + 1);
-
-function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
-  return errors.flatMap((e) => {
-    const path = parent ? `${parent}.${e.property}` : e.property;
-    const own = Object.values(e.constraints ?? {}).map((message) => ({ path, message }));
-    return [...own, ...flatten(e.children ?? [], path)];
-  });
-}
 
 /** Request headers a browser client sends: the AG-UI and io.Assist clients, and @mastra/client-js's own. */
 export const CORS_ALLOWED_HEADERS = [
@@ -98,26 +86,6 @@ export async function createApp(
     void reply.header('x-request-id', request.id);
     done();
   });
-  // A JSON body is checked against the limits before it is parsed, a slice of its text at a time
-  // (boundedJsonParser, registered below). Bodies of the other types are checked as soon as they are
-  // parsed, before guards and validation walk them: a refusal costs what the limits allow, never
-  // what the client sent.
-  const runRoute = `${config.prefix}/run`;
-  const scanned = new WeakSet<FastifyRequest>();
-  adapter.getInstance().addHook('preValidation', (request, reply, done) => {
-    if (request.body === undefined || scanned.has(request)) return done();
-    const isRun = request.method === 'POST' && request.routeOptions.url === runRoute;
-    const error =
-      (isRun ? runBodyLimitError(request.body, config.limits) : undefined) ??
-      bodyLimitError(request.body, {
-        maxDepth: config.limits.maxJsonDepth,
-        maxValues: config.limits.maxJsonValues,
-        maxStringLength: config.limits.maxStringLength,
-      }) ??
-      (isRun ? forwardedPropsLimitError(request.body, config.limits) : undefined);
-    if (!error) return done();
-    void reply.status(error.status).send(envelope(error));
-  });
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(config, logDestination),
     adapter,
@@ -130,6 +98,9 @@ export async function createApp(
   );
   app.useLogger(quietStartup(app.get(PinoNestLogger)));
   const { limits } = config;
+  // A JSON body is checked against the limits before it is parsed, a slice of its text at a time;
+  // bodies of other types as soon as they are parsed (ops/http-hooks.ts). A refusal costs what the
+  // limits allow, never what the client sent (docs/limits.md#request-bodies).
   // The JSON parser reads the request stream itself (Nest's useBodyParser hands a parser the whole
   // body as one buffer), so Nest registers no body parser and the form one is added here as before.
   adapter.getInstance().addContentTypeParser(
@@ -141,9 +112,8 @@ export async function createApp(
         maxStringLength: limits.maxStringLength,
       },
       limits.maxBodyBytes,
-      { route: runRoute, limits },
+      { route: `${config.prefix}/run`, limits },
       adapter.getInstance().getDefaultJsonParser('error', 'error'),
-      scanned,
     ),
   );
   app.useBodyParser('application/x-www-form-urlencoded', { bodyLimit: limits.maxBodyBytes });
@@ -178,30 +148,6 @@ export async function createApp(
   // Only listed origins (or any, with '*') may call from a browser; with CORS_ORIGINS empty no CORS
   // headers at all (and no per-request CORS work), which browsers treat as "same origin only".
   if (config.corsOrigins.length) app.enableCors(corsOptions(config.corsOrigins));
-  const metrics = app.get(Metrics);
-  app
-    .getHttpAdapter()
-    .getInstance()
-    .addHook('onResponse', (request, reply, done) => {
-      // A streamed run is observed once, by its controller, when its stream closes.
-      if (metrics.timedByController.has(reply.raw)) return done();
-      const route = request.routeOptions.url ?? 'unmatched';
-      metrics.httpDuration.observe(
-        { method: request.method, route, status: String(reply.statusCode) },
-        reply.elapsedTime / 1000,
-      );
-      done();
-    });
-  app.useGlobalPipes(
-    new SafeInputPipe(config.limits.maxJsonDepth),
-    new ValidationPipe({
-      // Unknown fields are dropped, never refused (AG-UI clients send extras): no forbidNonWhitelisted.
-      whitelist: true,
-      transform: true,
-      exceptionFactory: (errors) =>
-        new DomainError('VALIDATION_FAILED', 'The request is invalid', flatten(errors).slice(0, 50)),
-    }),
-  );
   app.useGlobalFilters(new DomainErrorFilter());
   SwaggerModule.setup('docs', app, () => openApiDocument(app, config), swaggerUiOptions(config));
   serveDocsPage(adapter.getInstance(), config);

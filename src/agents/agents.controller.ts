@@ -3,10 +3,12 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors } from '../common/api-errors.decorator';
 import { AgentsService } from './agents.service';
 import { AgentsList, AgentView } from './dto/agent-view.dto';
+import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 
 @ApiTags('agents')
 @ApiErrors({ UNAUTHENTICATED: 'missing or invalid bearer token' })
 @Controller('agents')
+@IoBridgeRoutes()
 export class AgentsController {
   constructor(private readonly agents: AgentsService) {}
 

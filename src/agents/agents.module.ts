@@ -1,20 +1,26 @@
 import { Module } from '@nestjs/common';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { HOST_OPTIONS, type HostOptions } from '../config/host';
 import { AgentsController } from './agents.controller';
 import { AgentsService, MASTRA_PROJECT } from './agents.service';
-import { loadMastraProject } from './mastra-project';
+import { loadMastraProject, mastraProjectOf, type MastraInstance } from './mastra-project';
 
 @Module({
   controllers: [AgentsController],
   providers: [
     AgentsService,
     {
-      // The team's Mastra project (MASTRA_ENTRY), loaded before any agent is registered; null without one.
+      // The team's Mastra instance (a host app's, or MASTRA_ENTRY's), loaded before any agent is
+      // registered; null without one.
       provide: MASTRA_PROJECT,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) =>
-        config.mastraEntry ? loadMastraProject(config.mastraEntry, config.database.url) : null,
+      inject: [APP_CONFIG, HOST_OPTIONS],
+      useFactory: (config: AppConfig, host: HostOptions) =>
+        host.mastra
+          ? mastraProjectOf(host.mastra as MastraInstance, 'IoBridgeModule.forRoot({ mastra })')
+          : config.mastraEntry
+            ? loadMastraProject(config.mastraEntry, config.database.url)
+            : null,
     },
   ],
   exports: [AgentsService],

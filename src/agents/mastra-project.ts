@@ -88,7 +88,8 @@ export function agentProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-const problem = (entry: string, reason: string) => ConfigError.invalid([`MASTRA_ENTRY: ${entry} ${reason}`]);
+/** The one line start-up stops with: `source` names where the instance came from. */
+const problem = (source: string, reason: string) => ConfigError.invalid([`${source} ${reason}`]);
 
 /** The major version of `@mastra/core` io-bridge serves (tested with 1.71). */
 const SUPPORTED_MASTRA_MAJOR = 1;
@@ -122,14 +123,15 @@ function mastraVersionFor(path: string): string | undefined {
  * with one line naming MASTRA_ENTRY and the reason.
  */
 export async function loadMastraProject(entry: string, databaseUrl?: string): Promise<MastraProject> {
+  const source = `MASTRA_ENTRY: ${entry}`;
   const path = resolve(entry);
   // A project's storage on DATABASE_URL finds io-bridge's database, the embedded one included.
   if (databaseUrl && !process.env.DATABASE_URL) process.env.DATABASE_URL = databaseUrl;
-  if (!existsSync(path)) throw problem(entry, `does not exist (${path})`);
+  if (!existsSync(path)) throw problem(source, `does not exist (${path})`);
   const version = mastraVersionFor(path);
   if (version && Number(version.split('.')[0]) !== SUPPORTED_MASTRA_MAJOR) {
     throw problem(
-      entry,
+      source,
       `uses @mastra/core ${version}; io-bridge serves @mastra/core ${SUPPORTED_MASTRA_MAJOR}.x`,
     );
   }
@@ -139,29 +141,45 @@ export async function loadMastraProject(entry: string, databaseUrl?: string): Pr
     exported = (await tsImport(pathToFileURL(path).href, __filename)) as Record<string, unknown>;
   } catch (err) {
     const reason = err instanceof Error ? err.message.split('\n')[0] : String(err);
-    throw problem(entry, `could not be loaded: ${reason}`);
+    throw problem(source, `could not be loaded: ${reason}`);
   }
-  const mastra = (exported.mastra ?? (exported.default as Record<string, unknown> | undefined)?.mastra) as
-    | {
-        listAgents?: () => Record<string, unknown>;
-        shutdown?: (options?: { drainTimeout?: number }) => Promise<void>;
-      }
-    | undefined;
-  if (typeof mastra?.listAgents !== 'function') {
+  const mastra = exported.mastra ?? (exported.default as Record<string, unknown> | undefined)?.mastra;
+  if (typeof (mastra as MastraInstance | undefined)?.listAgents !== 'function') {
     throw problem(
-      entry,
+      source,
       'exports no `mastra` (a Mastra instance: `export const mastra = new Mastra({ agents })`)',
     );
   }
+  return mastraProjectOf(mastra as MastraInstance, entry, version, source);
+}
+
+/** A Mastra instance as io-bridge uses one, by its shape. */
+export type MastraInstance = {
+  listAgents(): Record<string, unknown>;
+  shutdown?: (options?: { drainTimeout?: number }) => Promise<void>;
+};
+
+/**
+ * The agents of a Mastra instance, checked and listed: the instance a MASTRA_ENTRY module exports, or
+ * the one a host Nest app gives `IoBridgeModule.forRoot({ mastra })`. `entry` names where it came from,
+ * and `source` begins the one line a refusal is.
+ */
+export async function mastraProjectOf(
+  mastra: MastraInstance,
+  entry: string,
+  version?: string,
+  source = entry,
+): Promise<MastraProject> {
+  if (typeof mastra?.listAgents !== 'function') throw problem(source, 'is not a Mastra instance');
   const agents = Object.entries(mastra.listAgents() ?? {});
-  if (!agents.length) throw problem(entry, 'has a Mastra instance with no agents');
+  if (!agents.length) throw problem(source, 'has a Mastra instance with no agents');
   const seen = new Set<string>();
   const loaded: LoadedAgent[] = [];
   for (const [key, value] of agents) {
     const why = agentProblem(value);
-    if (why) throw problem(entry, `agent '${key}' ${why}`);
+    if (why) throw problem(source, `agent '${key}' ${why}`);
     const agent = value as ProjectAgent;
-    if (seen.has(agent.id)) throw problem(entry, `has two agents with the id '${agent.id}'`);
+    if (seen.has(agent.id)) throw problem(source, `has two agents with the id '${agent.id}'`);
     seen.add(agent.id);
     // Tools or instructions that are functions of the request context may need a caller's values.
     const tools = await agent.listTools().catch(() => undefined);

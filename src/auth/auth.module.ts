@@ -1,5 +1,4 @@
-import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
+import { Global, Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { isLoopbackHost } from './addresses';
@@ -15,7 +14,9 @@ export function openAccessWarning(config: AppConfig): string | undefined {
   );
 }
 
-@Module({ providers: [JwtVerifier, { provide: APP_GUARD, useClass: PrincipalGuard }] })
+/** Global: every io-bridge controller's guard (IoBridgeRoutes) needs the verifier. */
+@Global()
+@Module({ providers: [JwtVerifier, PrincipalGuard], exports: [JwtVerifier, PrincipalGuard] })
 export class AuthModule implements OnApplicationBootstrap {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,

@@ -1,10 +1,11 @@
-import { CanActivate, ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { BlockList } from 'node:net';
 import { DomainError } from '../common/errors';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { HOST_OPTIONS, type HostOptions } from '../config/host';
 import { isListed, trustedProxyList } from './addresses';
 import { JwtVerifier, TokenRejected } from './jwt-verifier';
 import {
@@ -138,7 +139,8 @@ export function scopeToCaller(
 }
 
 /**
- * Resolves who is calling, once per request, by AUTH_MODE (docs/protocol.md#owners):
+ * Resolves who is calling, once per request: by a host app's `principal` option when it gave one
+ * (docs/agents.md#in-your-own-nest-app), else by AUTH_MODE (docs/protocol.md#owners):
  * - `none`: `forwardedProps.resourceId` (or `.memory.resource`), a body's `resourceId`, the `resourceId` query parameter or
  *   `X-Resource-Id` (raw or percent-encoded UTF-8); else `anonymous`, whose routes naming a thread or run id find it
  *   whoever owns it;
@@ -157,6 +159,7 @@ export class PrincipalGuard implements CanActivate {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly reflector: Reflector,
     private readonly jwt: JwtVerifier,
+    @Optional() @Inject(HOST_OPTIONS) private readonly host: HostOptions = {},
   ) {
     this.proxies = trustedProxyList(config.auth.trustedProxies);
   }
@@ -169,6 +172,16 @@ export class PrincipalGuard implements CanActivate {
     if (isPublic) return true;
     const req = context.switchToHttp().getRequest<IncomingRequest>();
     const { mode } = this.config.auth;
+    if (this.host.principal) {
+      const requested = requestedResources(req);
+      refuseTwoOwnersInBody(requested);
+      req.principal = scopeToCaller(
+        await this.fromHost(req),
+        requested,
+        req.method === 'GET' || req.method === 'HEAD',
+      );
+      return true;
+    }
     if (mode === 'none') {
       const requested = requestedResources(req);
       refuseTwoOwnersInBody(requested);
@@ -188,6 +201,17 @@ export class PrincipalGuard implements CanActivate {
     refuseTwoOwnersInBody(requested);
     req.principal = scopeToCaller(caller, requested, req.method === 'GET' || req.method === 'HEAD');
     return true;
+  }
+
+  /** The caller as the host app's `principal` option maps its request; none is a 401. */
+  private async fromHost(req: IncomingRequest): Promise<Principal> {
+    const caller = await this.host.principal!(req);
+    if (!caller) throw new DomainError('UNAUTHENTICATED', 'Authentication required');
+    return {
+      resourceId: checkedResourceId('principal', caller.resourceId),
+      admin: caller.admin === true,
+      ...(caller.claims ? { claims: caller.claims } : {}),
+    };
   }
 
   private async fromBearer(req: IncomingRequest, reply: FastifyReply): Promise<Principal> {

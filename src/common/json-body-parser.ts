@@ -11,6 +11,9 @@ const PARSE_CHARS_A_UNIT = 128 * 1024;
 
 const unitsOf = (chars: number, perUnit: number) => Math.ceil(chars / perUnit);
 
+/** The requests whose JSON body {@link boundedJsonParser} checked: the hooks after the parse skip them. */
+export const scannedBodies = new WeakSet<FastifyRequest>();
+
 /**
  * The body's text, decoded a chunk at a time as it arrives (so no turn decodes a whole large body at
  * once), or Fastify's own error for a body over `limit` bytes, a body whose length is not its
@@ -70,7 +73,7 @@ export function boundedJsonParser(
   run: { route: string; limits: RunBodyLimits },
   /** Fastify's parser of a JSON text (`getDefaultJsonParser`: prototype poisoning refused). */
   parse: FastifyBodyParser<string>,
-  scanned: WeakSet<FastifyRequest>,
+  scanned: WeakSet<FastifyRequest> = scannedBodies,
   turns: TurnShare = largeWorkTurns,
 ) {
   const check = async (request: FastifyRequest, payload: IncomingMessage): Promise<unknown> => {

@@ -1,4 +1,13 @@
-import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
+import {
+  ArgumentMetadata,
+  Inject,
+  Injectable,
+  PipeTransform,
+  ValidationError,
+  ValidationPipe,
+} from '@nestjs/common';
+import type { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
 import { DomainError, ErrorDetail } from './errors';
 
 /** Deeper JSON than any AG-UI body needs (MAX_JSON_DEPTH's default); class-transformer overflows its stack near 3,000 levels. */
@@ -71,12 +80,40 @@ export function unsafeInput(value: unknown, maxDepth = MAX_JSON_DEPTH, root = ''
 /** Runs before validation on every body, query and route parameter: a 400 instead of a 500 further in. */
 @Injectable()
 export class SafeInputPipe implements PipeTransform {
-  constructor(private readonly maxDepth = MAX_JSON_DEPTH) {}
+  private readonly maxDepth: number;
+
+  constructor(@Inject(APP_CONFIG) config: Pick<AppConfig, 'limits'>) {
+    this.maxDepth = config.limits.maxJsonDepth;
+  }
 
   transform(value: unknown, metadata: ArgumentMetadata): unknown {
     if (metadata.type === 'custom') return value;
     const problem = unsafeInput(value, this.maxDepth, metadata.type === 'body' ? '' : (metadata.data ?? ''));
     if (problem) throw new DomainError('VALIDATION_FAILED', 'The request is invalid', [problem]);
     return value;
+  }
+}
+
+function flatten(errors: ValidationError[], parent = ''): ErrorDetail[] {
+  return errors.flatMap((e) => {
+    const path = parent ? `${parent}.${e.property}` : e.property;
+    const own = Object.values(e.constraints ?? {}).map((message) => ({ path, message }));
+    return [...own, ...flatten(e.children ?? [], path)];
+  });
+}
+
+/**
+ * The DTOs' validation, after {@link SafeInputPipe}: unknown fields are dropped, never refused (AG-UI
+ * clients send extras), and a refusal is a 400 VALIDATION_FAILED naming up to 50 paths.
+ */
+@Injectable()
+export class RequestValidationPipe extends ValidationPipe {
+  constructor() {
+    super({
+      whitelist: true,
+      transform: true,
+      exceptionFactory: (errors) =>
+        new DomainError('VALIDATION_FAILED', 'The request is invalid', flatten(errors).slice(0, 50)),
+    });
   }
 }

@@ -55,6 +55,8 @@ export function loggingParams(
   tracing = false,
   pretty = prettyByDefault(),
   destination?: LogDestination,
+  /** In a host app: only requests under this path (io-bridge's routes) are logged. */
+  only?: string,
 ): Params {
   return {
     // Mounted once, on the API (the prefix): nestjs-pino's default mounted it a second time on the routes outside it.
@@ -90,7 +92,10 @@ export function loggingParams(
       ) => (isInvented(err, res) ? { ...value, err: undefined } : value),
       customErrorMessage: (req: IncomingMessage, res: ServerResponse) =>
         `request failed with status code ${res.statusCode}`,
-      autoLogging: { ignore: (req: IncomingMessage) => PROBE.test(pathOf(req)) },
+      autoLogging: {
+        ignore: (req: IncomingMessage) =>
+          PROBE.test(pathOf(req)) || (only !== undefined && !pathOf(req).includes(only)),
+      },
       quietReqLogger: true,
     },
   };

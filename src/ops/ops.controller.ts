@@ -7,6 +7,7 @@ import { Public } from '../auth/public.decorator';
 import { PgNotifications } from '../database/pg-notifications.service';
 import { DrainState } from './drain.service';
 import { Metrics } from './metrics.service';
+import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 
 /** Each readiness check answers within this, whatever the database does (probes time out at 1 s). */
 const READY_CHECK_TIMEOUT_MS = 800;
@@ -15,6 +16,7 @@ const READY_CHECK_TIMEOUT_MS = 800;
 @ApiTags('operations')
 @Public()
 @Controller()
+@IoBridgeRoutes()
 export class OpsController {
   constructor(
     private readonly health: HealthCheckService,

@@ -45,6 +45,7 @@ import { SseConnection, SseWriter, SseWriterOptions, sseWriterOptions } from './
 import { ThreadStreams } from './stream/thread-streams.service';
 import { RunStreams } from './stream/run-streams.service';
 import { resumePoint } from './stream/resume-point';
+import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 
 @ApiTags('runs')
 @ApiHeader({
@@ -59,6 +60,7 @@ import { resumePoint } from './stream/resume-point';
   FORBIDDEN: "the resourceId named is not the caller's",
 })
 @Controller()
+@IoBridgeRoutes()
 export class RunsController {
   constructor(
     private readonly runs: RunsService,

@@ -13,6 +13,7 @@ import { RUN_STREAM_CONTENT } from '../protocol/run-events.dto';
 import { SseConnection, sseWriterOptions } from './stream/sse-writer';
 import { parseThreadEventId, ThreadPosition, ThreadStreams } from './stream/thread-streams.service';
 import { resumePoint } from './stream/resume-point';
+import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 
 /**
  * A thread's runs as one stream (docs/protocol.md#following-a-thread): a route under /threads served here, in runs/, because it
@@ -30,6 +31,7 @@ import { resumePoint } from './stream/resume-point';
   FORBIDDEN: "the resourceId named is not the caller's",
 })
 @Controller()
+@IoBridgeRoutes()
 export class ThreadEventsController {
   constructor(
     private readonly threads: ThreadStreams,

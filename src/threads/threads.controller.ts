@@ -20,6 +20,7 @@ import {
   UpdateThreadDto,
 } from './dto/thread.dto';
 import { ThreadsService } from './threads.service';
+import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 
 @ApiTags('threads')
 @ApiHeader({
@@ -34,6 +35,7 @@ import { ThreadsService } from './threads.service';
   FORBIDDEN: "the resourceId named is not the caller's",
 })
 @Controller('threads')
+@IoBridgeRoutes()
 export class ThreadsController {
   constructor(private readonly threads: ThreadsService) {}
 

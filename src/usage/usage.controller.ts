@@ -11,10 +11,12 @@ import {
   UsageView,
 } from './dto/usage.dto';
 import { UsageService } from './usage.service';
+import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 
 @ApiTags('usage')
 @ApiErrors({ UNAUTHENTICATED: 'missing or invalid bearer token' })
 @Controller()
+@IoBridgeRoutes()
 export class UsageController {
   constructor(private readonly usage: UsageService) {}
 

@@ -1,0 +1,62 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
+import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from '../common/body-limits';
+import { envelope } from '../common/errors';
+import { scannedBodies } from '../common/json-body-parser';
+import type { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { HOOKED_ROUTES, type HookedRoutes } from '../config/host';
+import { Metrics } from './metrics.service';
+
+/**
+ * io-bridge's hooks on the Fastify instance, installed as Nest builds the application (before its
+ * routes are registered), in the standalone service and in a host app alike:
+ * - a body that `boundedJsonParser` did not scan (another content type, or a host's own JSON parser)
+ *   is checked against the limits as soon as it is parsed, before guards and validation walk it
+ *   (docs/limits.md#request-bodies);
+ * - each response's duration is observed (`io_bridge_http_request_duration_seconds`), except a run's
+ *   stream, which its controller observes when it closes.
+ */
+@Injectable()
+export class HttpHooks {
+  constructor(
+    adapterHost: HttpAdapterHost,
+    @Inject(APP_CONFIG) config: AppConfig,
+    metrics: Metrics,
+    @Inject(HOOKED_ROUTES) routes: HookedRoutes,
+  ) {
+    const fastify = adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    const { prefix, limits } = config;
+    const ours = (url: string | undefined) =>
+      routes === 'all' || (url !== undefined && (url.includes(`${prefix}/`) || url.endsWith(prefix)));
+    const isRun = (method: string, url: string | undefined) =>
+      method === 'POST' && url !== undefined && url.endsWith(`${prefix}/run`);
+    fastify.addHook('preValidation', (request, reply, done) => {
+      const url = request.routeOptions.url;
+      if (request.body === undefined || scannedBodies.has(request) || !ours(url)) return done();
+      const run = isRun(request.method, url);
+      const error =
+        (run ? runBodyLimitError(request.body, limits) : undefined) ??
+        bodyLimitError(request.body, {
+          maxDepth: limits.maxJsonDepth,
+          maxValues: limits.maxJsonValues,
+          maxStringLength: limits.maxStringLength,
+        }) ??
+        (run ? forwardedPropsLimitError(request.body, limits) : undefined);
+      if (!error) return done();
+      void reply.status(error.status).send(envelope(error));
+    });
+    fastify.addHook('onResponse', (request, reply, done) => {
+      // A streamed run is observed once, by its controller, when its stream closes.
+      if (metrics.timedByController.has(reply.raw)) return done();
+      const route = request.routeOptions.url;
+      if (routes !== 'all' && !ours(route)) return done();
+      metrics.httpDuration.observe(
+        { method: request.method, route: route ?? 'unmatched', status: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
+      done();
+    });
+  }
+}
