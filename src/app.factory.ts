@@ -9,7 +9,6 @@ import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { LogDestination, quietStartup } from './ops/logging';
 import { DomainErrorFilter } from './common/error.filter';
-import { envelope } from './common/errors';
 import { boundedJsonParser } from './common/json-body-parser';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
