@@ -1,4 +1,4 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { BeforeApplicationShutdown, DynamicModule, Injectable, Module } from '@nestjs/common';
 import { RouterModule } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { LoggerModule } from 'nestjs-pino';
@@ -10,6 +10,7 @@ import type { HostOptions } from './config/host';
 import { DatabaseModule } from './database/database.module';
 import { LogDestination, loggingParams } from './ops/logging';
 import { OpsModule } from './ops/ops.module';
+import { GracefulShutdown } from './runs/graceful-shutdown';
 import { RunsModule } from './runs/runs.module';
 import { ThreadsModule } from './threads/threads.module';
 import { UsageModule } from './usage/usage.module';
@@ -53,6 +54,20 @@ export type IoBridgeModuleOptions = HostOptions & {
 };
 
 /**
+ * In a host app, the host's shutdown (`app.enableShutdownHooks()`, or `app.close()`) drains io-bridge's
+ * runs first, as the service's main does: on SIGTERM they are handed over to the other replicas, else
+ * they get SHUTDOWN_GRACE_MS to finish (docs/durable-runs.md#drain-handing-runs-over).
+ */
+@Injectable()
+class HostedShutdown implements BeforeApplicationShutdown {
+  constructor(private readonly shutdown: GracefulShutdown) {}
+
+  beforeApplicationShutdown(signal?: string): Promise<void> {
+    return this.shutdown.drainRuns(signal === 'SIGTERM');
+  }
+}
+
+/**
  * io-bridge in a Nest app of your own (docs/agents.md#in-your-own-nest-app): its routes under PREFIX
  * (default `/io-bridge`, health and metrics included), each with its own guard, pipes and error
  * envelope, so the host's routes keep theirs. `principal` maps a request, as the host's own guards
@@ -70,6 +85,7 @@ export class IoBridgeModule {
         ...(ioBridgeImports(config, host) ?? []),
         RouterModule.register([{ path: config.prefix || '/', children: ROUTED_MODULES }]),
       ],
+      providers: [HostedShutdown],
     };
   }
 }

@@ -41,7 +41,8 @@ const exited = (child: ChildProcess) => child.exitCode !== null || child.signalC
 
 /**
  * Starts the built service on a free port (the e2e database unless `env` names another) and resolves
- * once `/health/ready` answers 200. `main` is another build's entry point (the bench compares builds);
+ * once `/health/ready` answers 200. `main` is another build's entry point (the bench compares builds,
+ * the host app's test starts examples/host-nest-app), `ready` where and how readiness is asked;
  * `onOutput` gets all it writes (`output()` keeps only the latest 256 KiB).
  */
 export async function startBuiltService(
@@ -49,6 +50,7 @@ export async function startBuiltService(
   readyTimeoutMs = 60_000,
   main = MAIN,
   onOutput?: (chunk: Buffer) => void,
+  ready: { path: string; headers?: Record<string, string> } = { path: '/health/ready' },
 ): Promise<BuiltService> {
   if (!existsSync(main))
     throw new Error(`${main} is missing: run \`npm run build\` (npm test does it first)`);
@@ -92,11 +94,11 @@ export async function startBuiltService(
       throw new Error(
         `the service exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${output}`,
       );
-    const ready = await fetch(`${origin}/health/ready`).then(
+    const isReady = await fetch(`${origin}${ready.path}`, { headers: ready.headers }).then(
       (r) => r.status === 200,
       () => false,
     );
-    if (ready) break;
+    if (isReady) break;
     if (Date.now() > deadline) {
       await stop();
       throw new Error(`the service was not ready within ${readyTimeoutMs} ms:\n${output}`);
