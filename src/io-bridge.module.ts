@@ -77,7 +77,7 @@ class HostedShutdown implements BeforeApplicationShutdown {
 export class IoBridgeModule {
   static forRoot(options: IoBridgeModuleOptions = {}): DynamicModule {
     const { env, ...host } = options;
-    const config = loadConfig(env ?? process.env);
+    const config = loadConfig(env ?? process.env, { projectAgents: host.mastra !== undefined });
     if (!config.database.url) throw new Error('IoBridgeModule: DATABASE_URL is required in a host app');
     return {
       module: IoBridgeModule,

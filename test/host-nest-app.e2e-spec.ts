@@ -46,9 +46,15 @@ describe('io-bridge served by a host Nest app with a guard of its own', () => {
     const refused = await get('/me', {});
     expect(refused.status).toBe(401);
     // The host's error shape, not io-bridge's envelope (no `code`): io-bridge's filter is on its routes only.
-    expect(await refused.json()).toEqual({ statusCode: 401, message: 'Unknown employee key', error: 'Unauthorized' });
-    // io-bridge's routes are behind the host's guard too.
-    expect((await get('/io-bridge/agents', {})).status).toBe(401);
+    expect(await refused.json()).toEqual({
+      statusCode: 401,
+      message: 'Unknown employee key',
+      error: 'Unauthorized',
+    });
+    // io-bridge's routes are behind the host's guard too, refused in io-bridge's envelope (its clients read it).
+    const ours = await get('/io-bridge/agents', {});
+    expect(ours.status).toBe(401);
+    expect(await ours.json()).toMatchObject({ statusCode: 401, code: 'UNAUTHENTICATED' });
   });
 
   it('lists the host’s Mastra agents with their tools', async () => {
@@ -58,7 +64,10 @@ describe('io-bridge served by a host Nest app with a guard of its own', () => {
       expect.objectContaining({
         id: 'desk-agent',
         name: 'Desk Agent',
-        tools: [{ name: 'freeRoom', description: 'A free meeting room on a floor' }],
+        tools: [
+          { name: 'freeRoom', description: 'A free meeting room on a floor' },
+          { name: 'bookRoom', description: 'Books a meeting room', requiresApproval: true },
+        ],
       }),
     ]);
   });
@@ -91,7 +100,9 @@ describe('io-bridge served by a host Nest app with a guard of its own', () => {
     const foreign = await get(`/io-bridge/threads/${threadId}`, ALAN);
     expect(foreign.status).toBe(404);
     expect(await foreign.json()).toMatchObject({ statusCode: 404, code: 'NOT_FOUND' });
-    const alans = (await (await get('/io-bridge/threads', ALAN)).json()) as { threads: Array<{ id: string }> };
+    const alans = (await (await get('/io-bridge/threads', ALAN)).json()) as {
+      threads: Array<{ id: string }>;
+    };
     expect(alans.threads.map((t) => t.id)).not.toContain(threadId);
     // A body naming another owner than the caller the host mapped.
     const named = await run(runInput('hi', { forwardedProps: { resourceId: 'alan' } }));
@@ -107,5 +118,16 @@ describe('io-bridge served by a host Nest app with a guard of its own', () => {
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ statusCode: 400, code: 'VALIDATION_FAILED' });
+    // Refused by the host's JSON parser, before io-bridge's handler: still io-bridge's envelope.
+    const notJson = await fetch(`${host.base}/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...ADA },
+      body: '{"threadId":',
+    });
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toMatchObject({ statusCode: 400, code: 'VALIDATION_FAILED' });
+    const unknown = await get('/io-bridge/no-such-route');
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ statusCode: 404, code: 'NOT_FOUND' });
   });
 });

@@ -593,7 +593,11 @@ export class ConfigError extends Error {
 }
 
 /** Parses the environment into the typed configuration, or throws a message naming every bad variable. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  /** `projectAgents`: a host app gives its Mastra instance, whose agents bring their own models. */
+  options: { projectAgents?: boolean } = {},
+): AppConfig {
   const cleaned = Object.fromEntries(
     Object.entries(env).filter(
       (entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '',
@@ -618,8 +622,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'DATABASE_QUERY_TIMEOUT_MS: must be at least DATABASE_STATEMENT_TIMEOUT_MS (a live server should time out first)',
     ]);
   }
-  // MODEL is the built-in agents' (a MASTRA_ENTRY project's agents bring their own models).
-  if (e.OPENAI_BASE_URL && e.MODEL === 'scripted' && !e.MASTRA_ENTRY) {
+  // MODEL is the built-in agents' (a project's agents, MASTRA_ENTRY's or a host's, bring their own models).
+  if (e.OPENAI_BASE_URL && e.MODEL === 'scripted' && !e.MASTRA_ENTRY && !options.projectAgents) {
     throw ConfigError.invalid([
       'MODEL: OPENAI_BASE_URL needs MODEL=<provider>/<model>, e.g. ollama/llama3.1',
     ]);

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from '../common/body-limits';
+import { toDomainError } from '../common/error.filter';
 import { envelope } from '../common/errors';
 import { scannedBodies } from '../common/json-body-parser';
 import type { AppConfig } from '../config/config';
@@ -16,7 +17,9 @@ import { Metrics } from './metrics.service';
  *   is checked against the limits as soon as it is parsed, before guards and validation walk it
  *   (docs/limits.md#request-bodies);
  * - each response's duration is observed (`io_bridge_http_request_duration_seconds`), except a run's
- *   stream, which its controller observes when it closes.
+ *   stream, which its controller observes when it closes;
+ * - in a host app, an error answered on an io-bridge route before io-bridge's handler ran (the host's
+ *   body parser, the host's guards) is put in io-bridge's envelope, which its clients read.
  */
 @Injectable()
 export class HttpHooks {
@@ -47,6 +50,21 @@ export class HttpHooks {
       if (!error) return done();
       void reply.status(error.status).send(envelope(error));
     });
+    if (routes !== 'all') {
+      fastify.addHook('preSerialization', (request, reply, payload, done) => {
+        const body = payload as { code?: unknown; message?: unknown } | null;
+        if (
+          reply.statusCode < 400 ||
+          typeof body !== 'object' ||
+          body === null ||
+          typeof body.code === 'string'
+        )
+          return done(null, payload);
+        if (!ours(request.routeOptions.url ?? request.url)) return done(null, payload);
+        const message = typeof body.message === 'string' ? body.message : undefined;
+        done(null, envelope(toDomainError({ statusCode: reply.statusCode, message })));
+      });
+    }
     fastify.addHook('onResponse', (request, reply, done) => {
       // A streamed run is observed once, by its controller, when its stream closes.
       if (metrics.timedByController.has(reply.raw)) return done();

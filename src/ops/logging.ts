@@ -55,12 +55,13 @@ export function loggingParams(
   tracing = false,
   pretty = prettyByDefault(),
   destination?: LogDestination,
-  /** In a host app: only requests under this path (io-bridge's routes) are logged. */
+  /** In a host app: only requests under this path (io-bridge's routes) are logged, and have a request logger. */
   only?: string,
 ): Params {
   return {
     // Mounted once, on the API (the prefix): nestjs-pino's default mounted it a second time on the routes outside it.
-    forRoutes: [{ path: '{/*splat}', method: RequestMethod.ALL }],
+    // In a host app, io-bridge's routes only.
+    forRoutes: [{ path: only ? `${only}{/*splat}` : '{/*splat}', method: RequestMethod.ALL }],
     assignResponse: true,
     pinoHttp: {
       level: PINO_LEVEL[level],
@@ -92,10 +93,7 @@ export function loggingParams(
       ) => (isInvented(err, res) ? { ...value, err: undefined } : value),
       customErrorMessage: (req: IncomingMessage, res: ServerResponse) =>
         `request failed with status code ${res.statusCode}`,
-      autoLogging: {
-        ignore: (req: IncomingMessage) =>
-          PROBE.test(pathOf(req)) || (only !== undefined && !pathOf(req).includes(only)),
-      },
+      autoLogging: { ignore: (req: IncomingMessage) => PROBE.test(pathOf(req)) },
       quietReqLogger: true,
     },
   };

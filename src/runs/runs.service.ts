@@ -187,6 +187,10 @@ export class RunsService {
     });
     prepared.stateless = claimed.stateless;
     prepared.budget = claimed.budget;
+    const history =
+      prepared.agent.ownMemory && !claimed.stateless
+        ? await this.withTheirCalls(claimed.history, incoming, prepared)
+        : claimed.history;
     if (clientGone?.aborted) {
       await this.cancelUnstarted(prepared);
       return undefined;
@@ -202,12 +206,40 @@ export class RunsService {
       }
     }
     // Made here, not in the subscription, so that the closures below keep the run and not the history.
-    const execution = new RunExecution(prepared, this.deps, claimed.history, resumed);
+    const execution = new RunExecution(prepared, this.deps, history, resumed);
     const events$ = runEvents$(execution, this.pipelineDeps, share);
     const abandon = () => {
       if (execution.started && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
     };
     return { events$, disconnectGraceMs: prepared.disconnectGraceMs, abandon, stateless: claimed.stateless };
+  }
+
+  /**
+   * What an agent with a Memory of its own is handed (only what is new to the thread), with the
+   * assistant message that made each call a new tool message answers, before it: a run that ended at
+   * frontend calls (`ag-ui`) left that message in io-bridge's thread but not in the agent's memory,
+   * which keeps no call without its result, and a tool message without its call is dropped. It comes
+   * from the client's messages, or from the thread when the client sent the tool message alone.
+   */
+  private async withTheirCalls(
+    history: StoredMessage[],
+    incoming: StoredMessage[],
+    run: PreparedRun,
+  ): Promise<StoredMessage[]> {
+    const called = new Set(history.flatMap((m) => (m.toolCalls ?? []).map((c) => c.id)));
+    const unmatched = history.filter((m) => m.role === 'tool' && m.toolCallId && !called.has(m.toolCallId));
+    if (!unmatched.length) return history;
+    const ids = unmatched.map((m) => m.toolCallId!);
+    const makes = (m: StoredMessage) =>
+      m.role === 'assistant' && !!m.toolCalls?.some((c) => ids.includes(c.id));
+    const sent = incoming.filter(makes);
+    const found = new Set(sent.flatMap((m) => m.toolCalls!.map((c) => c.id)));
+    const stored = ids.some((id) => !found.has(id))
+      ? await this.conversations.callersOf(run.threadId, run.principal.resourceId, ids)
+      : [];
+    const callers = [...sent, ...stored.filter((m) => !sent.some((s) => s.id === m.id))];
+    const at = history.indexOf(unmatched[0]);
+    return [...history.slice(0, at), ...callers, ...history.slice(at)];
   }
 
   /**

@@ -8,7 +8,9 @@ import { BaseEvent, EventType } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import { BuiltService, startBuiltService } from '../support/built-service';
 import { OpenAiServer, startOpenAiServer } from '../support/openai-server';
+import { answerAsScripted } from '../support/prompt-script';
 import { ALL_CHECKS } from './checks';
+import { FRONTEND_TOOL } from './options';
 import { ConformanceReport, failedChecks, formatReport, runConformance } from './kit';
 
 /** Each report as text in CONFORMANCE_REPORTS_DIR when it is set (the reports quoted in release notes). */
@@ -333,6 +335,88 @@ describe('the conformance kit', () => {
           .map((c) => c.id),
       ).toEqual(checksOf(reports.protocol!).map((c) => c.id));
     });
+  });
+
+  /**
+   * A team's own Mastra agents, their model on the OpenAI-compatible test server answering the kit's
+   * `/tool` prompts as the scripted model would: served through MASTRA_ENTRY (examples/mastra-project)
+   * and by a host Nest app with a guard of its own (examples/host-nest-app). Each passes both profiles.
+   */
+  describe.each<{
+    name: string;
+    main?: string;
+    env: Record<string, string>;
+    headers: Record<string, string>;
+    ready?: { path: string; headers: Record<string, string> };
+    serverTool: string;
+    approval: string;
+  }>([
+    {
+      name: 'MASTRA_ENTRY (examples/mastra-project)',
+      main: undefined,
+      env: {
+        MASTRA_ENTRY: join(__dirname, '..', '..', 'examples', 'mastra-project', 'src', 'mastra', 'index.ts'),
+      },
+      headers: { 'x-resource-id': 'kit-owner' },
+      ready: undefined,
+      serverTool: '/tool orderStatus {"orderId":"A-1001"}',
+      approval: '/tool cancelOrder {"orderId":"A-1002"}',
+    },
+    {
+      name: 'a host Nest app (examples/host-nest-app)',
+      main: join(__dirname, '..', '..', 'dist', 'examples', 'host-nest-app', 'src', 'main.js'),
+      env: {},
+      headers: { 'x-employee-key': 'key-ada' },
+      ready: { path: '/io-bridge/health/ready', headers: { 'x-employee-key': 'key-ada' } },
+      serverTool: '/tool freeRoom {"floor":3}',
+      approval: '/tool bookRoom {"room":"3.12"}',
+    },
+  ])('against a team’s own Mastra agents: $name', (target) => {
+    let model: OpenAiServer | undefined;
+    let service: BuiltService | undefined;
+    const reports: Partial<Record<'protocol' | 'io-bridge', ConformanceReport>> = {};
+    beforeAll(async () => {
+      model = await startOpenAiServer(answerAsScripted);
+      service = await startBuiltService(
+        { ...target.env, OPENAI_BASE_URL: model.url },
+        120_000,
+        target.main,
+        undefined,
+        target.ready,
+      );
+      const prompts = {
+        serverTool: target.serverTool,
+        mixed: `${target.serverTool}\n/tool ${FRONTEND_TOOL.name} {"query":"Lyon"}`,
+        approval: target.approval,
+      };
+      for (const profile of ['protocol', 'io-bridge'] as const) {
+        reports[profile] = await runConformance(
+          { base: service.base, headers: target.headers },
+          { profile, prompts },
+        );
+      }
+    }, 300_000);
+    afterAll(async () => {
+      await service?.stop();
+      await model?.close();
+    });
+
+    it.each(['protocol', 'io-bridge'] as const)(
+      'passes every check of every level in the %s profile',
+      (profile) => {
+        const report = reports[profile]!;
+        const notPassed = checksOf(report).filter((c) => c.status !== 'pass');
+        if (notPassed.length)
+          process.stderr.write(`${formatReport(report)}\n--- the service's output:\n${service!.output()}\n`);
+        expect(
+          explained(
+            report,
+            notPassed.map((c) => c.id),
+          ),
+        ).toEqual(explained(report, []));
+        expect(report.ok).toBe(true);
+      },
+    );
   });
 
   describe('against io-bridge on a model that reports tokens (an OpenAI-compatible server)', () => {

@@ -16,7 +16,9 @@ const EMPLOYEES: Record<string, Employee> = {
 @Injectable()
 export class EmployeeGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest<{ headers: Record<string, unknown>; employee?: Employee }>();
+    const request = context
+      .switchToHttp()
+      .getRequest<{ headers: Record<string, unknown>; employee?: Employee }>();
     const employee = EMPLOYEES[String(request.headers['x-employee-key'])];
     if (!employee) throw new UnauthorizedException('Unknown employee key');
     request.employee = employee;

@@ -21,7 +21,16 @@ const roomTool = createTool({
   id: 'freeRoom',
   description: 'A free meeting room on a floor',
   inputSchema: z.object({ floor: z.number() }),
-  execute: async ({ floor }) => ({ floor, room: `${floor}.12` }),
+  execute: ({ floor }) => Promise.resolve({ floor, room: `${floor}.12` }),
+});
+
+/** A tool with consequences: `requireApproval` makes io-bridge ask the employee first. */
+const bookTool = createTool({
+  id: 'bookRoom',
+  description: 'Books a meeting room',
+  inputSchema: z.object({ room: z.string() }),
+  requireApproval: true,
+  execute: ({ room }) => Promise.resolve({ room, booked: true }),
 });
 
 /**
@@ -34,11 +43,11 @@ const deskAgent = new Agent({
   name: 'Desk Agent',
   description: 'Finds meeting rooms',
   instructions: ({ requestContext }) => {
-    const claims = requestContext.get('claims') as { name?: string } | undefined;
+    const claims = requestContext.get<string, { name?: string } | undefined>('claims');
     return `You find meeting rooms for ${String(requestContext.get(MASTRA_RESOURCE_ID_KEY))} (${claims?.name ?? 'unknown'}).`;
   },
   model,
-  tools: { freeRoom: roomTool },
+  tools: { freeRoom: roomTool, bookRoom: bookTool },
   memory: new Memory({ options: { lastMessages: 10 } }),
 });
 

@@ -243,6 +243,19 @@ export class ConversationStore {
     };
   }
 
+  /** The thread's stored assistant messages that made these tool calls, in the thread's order. */
+  async callersOf(threadId: string, resourceId: string, toolCallIds: string[]): Promise<StoredMessage[]> {
+    if (!toolCallIds.length) return [];
+    const rows = await this.db.query<Array<{ body: StoredMessage }>>(
+      `SELECT m.body FROM messages m JOIN threads t ON t.id = m.thread_id
+        WHERE m.thread_id = $1 AND t.resource_id = $2 AND m.role = 'assistant'
+          AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.body->'toolCalls') c WHERE c->>'id' = ANY($3::text[]))
+        ORDER BY m.position`,
+      [threadId, resourceId, toolCallIds],
+    );
+    return rows.map((r) => r.body);
+  }
+
   /** A call made for the run after its end (the thread's title): the run's usage, and the tokens its budget counts, grow. */
   async addUsage(runId: string, resourceId: string, usage: TokenUsage[], tokens: number): Promise<void> {
     await this.db.query(
