@@ -4,7 +4,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { HOST_OPTIONS, type HostOptions } from '../config/host';
 import { AgentsController } from './agents.controller';
 import { AgentsService, MASTRA_PROJECT } from './agents.service';
-import { loadMastraProject, mastraProjectOf } from './mastra-project';
+import { hostProjectOf, loadMastraProject } from './mastra-project';
 
 @Module({
   controllers: [AgentsController],
@@ -17,7 +17,7 @@ import { loadMastraProject, mastraProjectOf } from './mastra-project';
       inject: [APP_CONFIG, HOST_OPTIONS],
       useFactory: (config: AppConfig, host: HostOptions) =>
         host.mastra
-          ? mastraProjectOf(host.mastra, 'IoBridgeModule.forRoot({ mastra })')
+          ? hostProjectOf(host.mastra)
           : config.mastraEntry
             ? loadMastraProject(config.mastraEntry, config.database.url)
             : null,

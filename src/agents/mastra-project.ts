@@ -153,6 +153,12 @@ export async function loadMastraProject(entry: string, databaseUrl?: string): Pr
   return mastraProjectOf(mastra as MastraInstance, entry, version, source);
 }
 
+/** The Mastra instance a host Nest app gave (`IoBridgeModule.forRoot({ mastra })`), with the `@mastra/core` its app resolves. */
+export function hostProjectOf(mastra: MastraInstance): Promise<MastraProject> {
+  const source = 'IoBridgeModule.forRoot({ mastra })';
+  return mastraProjectOf(mastra, source, mastraVersionFor(join(process.cwd(), 'package.json')), source);
+}
+
 /** A Mastra instance as io-bridge uses one, by its shape. */
 export type MastraInstance = {
   listAgents(): Record<string, unknown>;
