@@ -1,25 +1,66 @@
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { eventually } from './support/app';
 import { BuiltService, startBuiltService } from './support/built-service';
+import { OpenAiServer, startOpenAiServer } from './support/openai-server';
+import { answerAsScripted } from './support/prompt-script';
 import { Frame, readRun, shownText, types } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
+
+/** The title a team's agent's Memory asks its model for (`generateTitle`), answered apart from the script. */
+const GENERATED_TITLE = 'A friendly greeting';
 
 /**
  * The requests io.Assist and AI Web make (their public templates: InteropIO/iointel-dev-kit
  * `templates/io-assist-react-editable`, `actions/sendUserMessage.ts`, `sampling.ts`, the thread
- * actions), as they reach POST /run and the thread routes, replayed against the built service.
- * AUTH_MODE=none, no X-Resource-Id header: the owner travels as the clients name it.
+ * actions), as they reach POST /run and the thread routes, replayed against the built service:
+ * its built-in agents, and a team's own Mastra project (examples/mastra-project through
+ * MASTRA_ENTRY, its model the OpenAI-compatible test server answering as the scripted model does,
+ * its thread history recalled by its own Memory). AUTH_MODE=none, no X-Resource-Id header: the owner
+ * travels as the clients name it.
  */
-describe('io.Assist and AI Web request shapes, against the built service', () => {
+describe.each([
+  { name: 'the built-in agents', agentId: 'assistant', project: false, title: 'hello there' },
+  {
+    name: 'a team’s Mastra project (MASTRA_ENTRY)',
+    agentId: 'support-agent',
+    project: true,
+    title: GENERATED_TITLE,
+  },
+])('io.Assist and AI Web request shapes, against the built service: $name', (target) => {
   let service: BuiltService;
+  let model: OpenAiServer | undefined;
   beforeAll(async () => {
+    model = target.project
+      ? await startOpenAiServer(answerAsScripted, {
+          aside: (request) =>
+            request.messages.some(
+              (m) => m.role === 'system' && String(m.content).includes('generate a short title'),
+            )
+              ? { text: [GENERATED_TITLE] }
+              : undefined,
+        })
+      : undefined;
     // A lost tool result fails the round trip in seconds, not after the default five minutes.
-    service = await startBuiltService({ LOG_LEVEL: 'error', FRONTEND_TOOL_TIMEOUT_MS: '5000' });
-  }, 90_000);
-  afterAll(() => service.stop());
+    service = await startBuiltService({
+      LOG_LEVEL: 'error',
+      FRONTEND_TOOL_TIMEOUT_MS: '5000',
+      ...(model
+        ? {
+            MASTRA_ENTRY: join(__dirname, '..', 'examples', 'mastra-project', 'src', 'mastra', 'index.ts'),
+            OPENAI_BASE_URL: model.url,
+          }
+        : {}),
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await service.stop();
+    await model?.close();
+  });
 
   // An SSO user name, unique to this spec so other specs' threads never show in its lists.
   const user = `josé.martín+${randomUUID().slice(0, 8)}@corp.example`;
-  const agentId = 'assistant';
+  const agentId = target.agentId;
   const url = (path: string) => `${service.base}${path}`;
   const json = async (path: string, init: { method?: string; body?: unknown } = {}) => {
     const res = await fetch(url(path), {
@@ -88,8 +129,11 @@ describe('io.Assist and AI Web request shapes, against the built service', () =>
     });
 
     it('threads.list({agentId, resourceId}) lists it for the user, titled, with the agent', async () => {
-      const thread = (await listThreads()).find((t) => t.id === threadId);
-      expect(thread).toMatchObject({ id: threadId, resourceId: user, agentId, title: 'hello there' });
+      // The project's title comes from its Memory's generateTitle, made in the background after the run.
+      const thread = await eventually(async () =>
+        (await listThreads()).find((t) => t.id === threadId && t.title === target.title),
+      );
+      expect(thread).toMatchObject({ id: threadId, resourceId: user, agentId, title: target.title });
     });
 
     it('getMessages({limit: 100}) reads the six messages in order', async () => {

@@ -8,21 +8,43 @@ const textOf = (content: unknown): string =>
       ? content.map((part: { text?: unknown }) => (typeof part?.text === 'string' ? part.text : '')).join('')
       : '';
 
+let calls = 0;
+
 /**
- * A provider double's answer as the scripted model would give it, for agents of a team's own Mastra
- * project whose model is the OpenAI-compatible test server: a user message of `/tool <name> <json>`
- * lines is answered with those tool calls (the conformance kit's prompts), anything else, and every
- * request after a tool's result, with a short text.
+ * A provider double's answer as the scripted model (`MODEL=scripted`) gives it, for agents of a team's
+ * own Mastra project whose model is the OpenAI-compatible test server:
+ * - a user message of `/tool <name> <json>` lines: those tool calls (the conformance kit's prompts);
+ * - `/history`: the conversation the request holds, a `role: text` line each, system messages left out;
+ * - `/json <text>`: the text;
+ * - tool results at the end of the prompt: `Tool <name> returned <result>`, a line each;
+ * - anything else: `You said: <text>`.
  */
 export function answerAsScripted(request: ChatRequest): Reply {
-  const last = request.messages.at(-1);
-  if (last?.role === 'user') {
-    const calls = [...textOf(last.content).matchAll(/^\/tool (\S+) (.*)$/gm)].map((m, i) => ({
-      id: `call_${Date.now().toString(36)}_${i}`,
-      name: m[1],
-      arguments: m[2],
-    }));
-    if (calls.length) return { toolCalls: calls };
+  const messages = request.messages;
+  const last = messages.at(-1);
+  if (last?.role === 'tool') {
+    const results: string[] = [];
+    for (let i = messages.length - 1; i >= 0 && messages[i].role === 'tool'; i--) {
+      const call = messages
+        .flatMap((m) => (m.tool_calls ?? []) as Array<{ id: string; function: { name: string } }>)
+        .find((c) => c.id === messages[i].tool_call_id);
+      results.unshift(`Tool ${call?.function.name ?? '?'} returned ${textOf(messages[i].content)}`);
+    }
+    return { text: [results.join('\n')] };
   }
-  return { text: ['Done', ' as asked.'] };
+  const text = last?.role === 'user' ? textOf(last.content) : '';
+  const toolCalls = [...text.matchAll(/^\/tool (\S+) (.*)$/gm)].map((m) => ({
+    id: `call_${(++calls).toString(36)}_${Date.now().toString(36)}`,
+    name: m[1],
+    arguments: m[2],
+  }));
+  if (toolCalls.length) return { toolCalls };
+  if (text.trim() === '/history') {
+    const lines = messages
+      .filter((m) => m.role === 'user' || (m.role === 'assistant' && textOf(m.content)))
+      .map((m) => `${m.role}: ${textOf(m.content)}`);
+    return { text: [lines.join('\n')] };
+  }
+  if (text.startsWith('/json ')) return { text: [text.slice('/json '.length)] };
+  return { text: ['You said: ', text] };
 }
