@@ -12,10 +12,12 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { Client } from 'pg';
+import type { Agent } from '@mastra/core/agent';
 import { createApp } from '../src/app.factory';
 import { loadConfig } from '../src/config/config';
 import { startEmbeddedPostgres } from '../src/database/embedded-postgres';
 import type { RatioRow } from './ratios';
+import { startPersistingAgUi } from './realistic-bench';
 
 const OWNER = 'bench-db-cost-owner';
 const PHASES = [1_000, 100_000];
@@ -26,6 +28,8 @@ const AT_ONCE = 10;
 const TARGET_GROWTH = 1.1;
 
 export type DbCostPhase = {
+  /** The service, or the persisting peer (`@ag-ui/mastra` with a Mastra Memory on `@mastra/pg`, its own database). */
+  subject: 'service' | 'persisting peer';
   endedRuns: number;
   statementsPerRun: number;
   buffersPerRun: number;
@@ -117,9 +121,59 @@ async function runs(url: string, count: number): Promise<void> {
   }
 }
 
+/** What pg_stat_statements counted in the database of `url` since its last reset, per measured run. */
+function measured(url: string): Promise<Omit<DbCostPhase, 'subject' | 'endedRuns'>> {
+  return withClient(url, async (c) => {
+    const { rows } = await c.query<{ calls: string; buffers: string; query: string }>(
+      `SELECT calls, shared_blks_hit + shared_blks_read AS buffers, query FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND query NOT LIKE '%pg_stat_statements%'`,
+    );
+    const calls = rows.reduce((n, r) => n + Number(r.calls), 0);
+    const buffers = rows.reduce((n, r) => n + Number(r.buffers), 0);
+    const top = rows
+      .sort((a, b) => Number(b.buffers) - Number(a.buffers))
+      .slice(0, 4)
+      .map((r) => ({
+        callsPerRun: Number(r.calls) / MEASURED_RUNS,
+        buffersPerCall: Number(r.buffers) / Number(r.calls),
+        query: r.query.replace(/\s+/g, ' ').slice(0, 60),
+      }));
+    return { statementsPerRun: calls / MEASURED_RUNS, buffersPerRun: buffers / MEASURED_RUNS, top };
+  });
+}
+
+/**
+ * The persisting peer's cost per run, in a database of its own in the same cluster: the same runs
+ * (a new thread each, one owner), through its HTTP route, after the same warm-up.
+ */
+async function peerCost(
+  clusterUrl: string,
+  agent: Agent,
+  progress: (what: string) => void,
+): Promise<DbCostPhase> {
+  await withClient(clusterUrl, (c) => c.query('CREATE DATABASE bench_peer'));
+  const url = new URL(clusterUrl);
+  url.pathname = '/bench_peer';
+  await withClient(url.href, (c) => c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements'));
+  const peer = await startPersistingAgUi(agent, url.href);
+  try {
+    progress('db-cost: the persisting peer');
+    await runs(peer.url, WARMUP_RUNS);
+    await withClient(url.href, (c) => c.query('SELECT pg_stat_statements_reset()'));
+    await runs(peer.url, MEASURED_RUNS);
+    await new Promise((r) => setTimeout(r, 1000));
+    return { subject: 'persisting peer', endedRuns: WARMUP_RUNS, ...(await measured(url.href)) };
+  } finally {
+    await peer.close();
+  }
+}
+
 export async function benchDbCost(
   env: NodeJS.ProcessEnv,
   progress: (what: string) => void,
+  /** The agent the persisting peer serves (the built-in assistant): without it, the service alone. */
+  agent?: Agent,
 ): Promise<DbCostPhase[]> {
   const pg = await startStatsPostgres('.data/bench-db-cost', Number(env.BENCH_DB_COST_PG_PORT ?? 54332));
   const phases: DbCostPhase[] = [];
@@ -140,35 +194,12 @@ export async function benchDbCost(
         await runs(url, MEASURED_RUNS);
         // The event log of the last runs is written after their streams end.
         await new Promise((r) => setTimeout(r, 1000));
-        phases.push(
-          await withClient(pg.url, async (c) => {
-            const { rows } = await c.query<{ calls: string; buffers: string; query: string }>(
-              `SELECT calls, shared_blks_hit + shared_blks_read AS buffers, query FROM pg_stat_statements
-                WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-                  AND query NOT LIKE '%pg_stat_statements%'`,
-            );
-            const calls = rows.reduce((n, r) => n + Number(r.calls), 0);
-            const buffers = rows.reduce((n, r) => n + Number(r.buffers), 0);
-            const top = rows
-              .sort((a, b) => Number(b.buffers) - Number(a.buffers))
-              .slice(0, 4)
-              .map((r) => ({
-                callsPerRun: Number(r.calls) / MEASURED_RUNS,
-                buffersPerCall: Number(r.buffers) / Number(r.calls),
-                query: r.query.replace(/\s+/g, ' ').slice(0, 60),
-              }));
-            return {
-              endedRuns: total,
-              statementsPerRun: calls / MEASURED_RUNS,
-              buffersPerRun: buffers / MEASURED_RUNS,
-              top,
-            };
-          }),
-        );
+        phases.push({ subject: 'service', endedRuns: total, ...(await measured(pg.url)) });
       } finally {
         await app.close();
       }
     }
+    if (agent) phases.push(await peerCost(pg.url, agent, progress));
   } finally {
     await pg.stop();
   }
@@ -181,27 +212,46 @@ const fmt = (n: number, digits = 1) =>
 export function formatDbCost(phases: DbCostPhase[]): string {
   const lines = [
     `8. Database cost per run (pg_stat_statements, ${MEASURED_RUNS} runs of '/bench 20' by one owner, ${AT_ONCE} at a time, after ${WARMUP_RUNS} warm-up runs)`,
-    `${'ended runs in the table'.padEnd(26)}${'statements/run'.padStart(16)}${'buffers/run'.padStart(13)}`,
+    `${'subject, ended runs in the table'.padEnd(40)}${'statements/run'.padStart(16)}${'buffers/run'.padStart(13)}`,
   ];
+  const label = (p: DbCostPhase) =>
+    p.subject === 'service'
+      ? `service, ${p.endedRuns.toLocaleString('en-US')}`
+      : `persisting peer, ${p.endedRuns} runs before`;
   for (const p of phases)
     lines.push(
-      `${p.endedRuns.toLocaleString('en-US').padEnd(26)}${fmt(p.statementsPerRun).padStart(16)}${fmt(p.buffersPerRun).padStart(13)}`,
+      `${label(p).padEnd(40)}${fmt(p.statementsPerRun).padStart(16)}${fmt(p.buffersPerRun).padStart(13)}`,
     );
   for (const p of phases) {
-    lines.push(
-      `most buffers, ${p.endedRuns.toLocaleString('en-US')} ended runs (calls/run, buffers/call, statement):`,
-    );
+    lines.push(`most buffers, ${label(p)} (calls/run, buffers/call, statement):`);
     for (const t of p.top)
       lines.push(`  ${fmt(t.callsPerRun, 2).padStart(6)} ${fmt(t.buffersPerCall).padStart(8)}  ${t.query}`);
   }
   return lines.join('\n');
 }
 
+/** Issue 34: the service's statements per stored run at most half the persisting peer's. */
+const TARGET_STATEMENTS_VS_PEER = 0.5;
+
 export function dbCostRatio(phases: DbCostPhase[]): RatioRow[] {
-  const [small, large] = phases;
-  if (!small || !large) return [];
+  const [small, large] = phases.filter((p) => p.subject === 'service');
+  const peer = phases.find((p) => p.subject === 'persisting peer');
+  const vsPeer: RatioRow[] =
+    small && peer
+      ? [
+          {
+            name: 'statements per stored run, service / persisting peer',
+            figure: `${(small.statementsPerRun / peer.statementsPerRun).toFixed(2)}×`,
+            target: `≤ ${TARGET_STATEMENTS_VS_PEER}×`,
+            met: small.statementsPerRun / peer.statementsPerRun <= TARGET_STATEMENTS_VS_PEER,
+            detail: `${fmt(small.statementsPerRun)} / ${fmt(peer.statementsPerRun)} statements, ${fmt(small.buffersPerRun)} / ${fmt(peer.buffersPerRun)} buffers`,
+          },
+        ]
+      : [];
+  if (!small || !large) return vsPeer;
   const r = large.buffersPerRun / small.buffersPerRun;
   return [
+    ...vsPeer,
     {
       name: `buffers per run, ${large.endedRuns.toLocaleString('en-US')} / ${small.endedRuns.toLocaleString('en-US')} ended runs`,
       figure: `${r.toFixed(2)}×`,

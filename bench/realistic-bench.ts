@@ -20,6 +20,8 @@ import type { RunAgentInput } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import { MastraAgent } from '@ag-ui/mastra';
 import type { Agent } from '@mastra/core/agent';
+import { Memory } from '@mastra/memory';
+import { PostgresStore } from '@mastra/pg';
 import { ratioAtLeast, ratioAtMost } from './ratios';
 import type { RatioRow } from './ratios';
 
@@ -74,6 +76,33 @@ export async function startPlainAgUi(agent: Agent): Promise<{ url: string; close
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** The name the persisting peer goes by in the tables. */
+export const PERSISTING_PEER = 'persisting @ag-ui/mastra (Memory on @mastra/pg)';
+
+/**
+ * The peer that does the same work as the service: the plain server around a copy of the same agent
+ * given a Mastra `Memory` on `@mastra/pg` at `databaseUrl` (its `mastra_*` tables), so that it
+ * stores every run's thread and messages as the service does (`MastraAgent` names the request's
+ * thread and `forwardedProps.resourceId` to the memory). Mastra's default memory options.
+ */
+export async function startPersistingAgUi(
+  agent: Agent,
+  databaseUrl: string,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const storage = new PostgresStore({ id: 'bench-persisting-peer', connectionString: databaseUrl });
+  await storage.init();
+  const persisting = agent.__fork();
+  persisting.__setMemory(new Memory({ storage }));
+  const server = await startPlainAgUi(persisting);
+  return {
+    url: server.url,
+    close: async () => {
+      await server.close();
+      await storage.close();
+    },
   };
 }
 
@@ -382,6 +411,27 @@ export function realisticRatios(figures: RealisticFigures[], service: string, pl
         p.throughput,
         TARGET_THROUGHPUT_RATIO,
         `${fmt(s.throughput, 1)} / ${fmt(p.throughput, 1)} runs/s (CPU ms/run ${fmt(s.cpuMsPerRun, 2)} / ${fmt(p.cpuMsPerRun, 2)})`,
+      ),
+    ];
+  });
+}
+
+/** Issue 37: the service's p99 time to first content at most 0.8× the persisting peer's. */
+const TARGET_P99_PERSISTING = 0.8;
+
+/** Issue 37's rows: `service` against the persisting peer at each concurrency. */
+export function persistingRatios(figures: RealisticFigures[], service: string): RatioRow[] {
+  return CONCURRENCY.flatMap((n) => {
+    const s = figures.find((f) => f.name === service && f.n === n);
+    const p = figures.find((f) => f.name === PERSISTING_PEER && f.n === n);
+    if (!s || !p) return [];
+    return [
+      ratioAtMost(
+        `first content p99, ${n} concurrent, realistic model, against the persisting peer`,
+        s.firstContentP99,
+        p.firstContentP99,
+        TARGET_P99_PERSISTING,
+        `${fmt(s.firstContentP99, 1)} / ${fmt(p.firstContentP99, 1)} ms (p50 ${fmt(s.firstContentP50, 1)} / ${fmt(p.firstContentP50, 1)} ms; ${fmt(s.throughput, 1)} / ${fmt(p.throughput, 1)} runs/s)`,
       ),
     ];
   });

@@ -21,7 +21,10 @@ import {
   benchRealistic,
   formatCeilings,
   formatRealistic,
+  PERSISTING_PEER,
+  persistingRatios,
   realisticRatios,
+  startPersistingAgUi,
   startPlainAgUi,
 } from './realistic-bench';
 import { engineFirstDeltaRound, engineMemory, engineRun } from './engine-bench';
@@ -892,6 +895,7 @@ async function main(): Promise<void> {
     let realisticRows: RatioRow[] = [];
     if (only.has('realistic')) {
       const plain = await startPlainAgUi(agent);
+      const persisting = await startPersistingAgUi(agent, config.database.url!);
       const shipped = 'service';
       const plainName = 'plain @ag-ui/mastra (node:http)';
       try {
@@ -899,20 +903,25 @@ async function main(): Promise<void> {
           [
             { name: shipped, url: runUrl },
             { name: plainName, url: plain.url },
+            { name: PERSISTING_PEER, url: persisting.url },
           ],
           progress,
         );
         const engineAlone = await benchEngineAlone(agent, progress);
         realistic = `${formatRealistic(figures)}\n\n${formatCeilings(figures, engineAlone, plainName)}`;
-        realisticRows = realisticRatios(figures, shipped, plainName);
+        realisticRows = [
+          ...realisticRatios(figures, shipped, plainName),
+          ...persistingRatios(figures, shipped),
+        ];
       } finally {
         await plain.close();
+        await persisting.close();
       }
     }
 
     let dbCost: string | undefined;
     if (only.has('db-cost')) {
-      const phases = await benchDbCost(env, progress);
+      const phases = await benchDbCost(env, progress, agent);
       dbCost = formatDbCost(phases);
       realisticRows = [...realisticRows, ...dbCostRatio(phases)];
     }
