@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, DynamicModule, Injectable, Module } from '@nestjs/common';
+import { DynamicModule, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
 import { RouterModule } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { LoggerModule } from 'nestjs-pino';
@@ -54,16 +54,18 @@ export type IoBridgeModuleOptions = HostOptions & {
 };
 
 /**
- * In a host app, the host's shutdown (`app.enableShutdownHooks()`, or `app.close()`) drains io-bridge's
- * runs first, as the service's main does: on SIGTERM they are handed over to the other replicas, else
- * they get SHUTDOWN_GRACE_MS to finish (docs/durable-runs.md#drain-handing-runs-over).
+ * In a host app, the host's shutdown (`app.enableShutdownHooks()`, or `app.close()`) drains
+ * io-bridge's runs first, as the service's main does on SIGTERM: they are handed over to the other
+ * replicas, and streams still open after SHUTDOWN_GRACE_MS end RUN_MOVED
+ * (docs/durable-runs.md#drain-handing-runs-over). Before any module is destroyed: Nest destroys
+ * the modules a module imports after it, and io-bridge's database and leases are among them.
  */
 @Injectable()
-class HostedShutdown implements BeforeApplicationShutdown {
+class HostedShutdown implements OnModuleDestroy {
   constructor(private readonly shutdown: GracefulShutdown) {}
 
-  beforeApplicationShutdown(signal?: string): Promise<void> {
-    return this.shutdown.drainRuns(signal === 'SIGTERM');
+  onModuleDestroy(): Promise<void> {
+    return this.shutdown.drainRuns(true);
   }
 }
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { BuiltService, startBuiltService } from './support/built-service';
 import { OpenAiServer, startOpenAiServer } from './support/openai-server';
-import { memoryOf, parseFrames, postRun, runInput, shownText, types } from './support/sse';
+import { memoryOf, openRun, parseFrames, postRun, runInput, shownText, types } from './support/sse';
 import { assertStreamRules } from './support/stream-rules';
 
 /**
@@ -130,4 +130,36 @@ describe('io-bridge served by a host Nest app with a guard of its own', () => {
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ statusCode: 404, code: 'NOT_FOUND' });
   });
+});
+
+describe('a host Nest app stopped with SIGTERM (app.enableShutdownHooks())', () => {
+  it('drains io-bridge first: a run still going is handed over and its stream ends RUN_MOVED, not cut', async () => {
+    const model = await startOpenAiServer(() => ({ hang: 'Thinking' }));
+    const host = await startBuiltService(
+      { OPENAI_BASE_URL: model.url, SHUTDOWN_GRACE_MS: '1000' },
+      90_000,
+      HOST_MAIN,
+      undefined,
+      { path: '/io-bridge/health/ready', headers: ADA },
+    );
+    try {
+      const input = runInput('Which room?');
+      const live = await openRun(`${host.base}/run`, input, ADA);
+      await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT');
+      const stopped = host.stop();
+      // No other replica takes it: relayed for SHUTDOWN_GRACE_MS, then RUN_MOVED for this connection
+      // only (not in the run's log: its client rejoins where another replica continues it).
+      const frames = await live.done;
+      expect(frames.at(-1)).toMatchObject({
+        unlogged: true,
+        event: { type: 'RUN_ERROR', code: 'RUN_MOVED' },
+      });
+      expect(frames.filter((f) => f.unlogged)).toHaveLength(1);
+      await stopped;
+      expect(host.output()).not.toMatch(/ERROR/);
+    } finally {
+      await host.stop();
+      await model.close();
+    }
+  }, 120_000);
 });
