@@ -1,5 +1,5 @@
 /**
- * Issue 33's chaos harness (`npm run chaos`; not part of `npm test`, whose test/chaos.e2e-spec.ts runs a
+ * Issue 33's chaos harness (`npm run chaos`; not part of `npm test`, whose test/durability/chaos.e2e-spec.ts runs a
  * small one through this module): N built replicas (`node dist/src/main.js`) on a fresh database of
  * their own, faults in series (every K seconds one replica, in turn, `kill -9` and restarted a second
  * later, and a `SIGSTOP` longer than the lease, then `SIGCONT`), C runs in flight all along, each a

@@ -1,6 +1,6 @@
 /**
  * Issue 25's durable-run figures (`BENCH_ONLY=durable`), against built replicas (`node dist/src/main.js`,
- * child processes on one database, `RUN_LEASE_MS` 3 s as in test/durable-runs.e2e-spec.ts):
+ * child processes on one database, `RUN_LEASE_MS` 3 s as in test/durability/durable-runs.e2e-spec.ts):
  * 1. `kill -9` (a real SIGKILL) of the replica streaming an answer, several times: the time from the
  *    kill to the continued answer's RUN_FINISHED on another replica, against the lease + 2 s; whether
  *    the thread holds the answer once and a reader sees one well-formed stream;
@@ -22,7 +22,7 @@ import { benchContinuationCost, costTargets, formatCost, type CostResult } from 
 import { startStatsPostgres, withClient } from './db-cost';
 import type { RatioRow } from './ratios';
 
-/** As in test/durable-runs.e2e-spec.ts; `BENCH_DURABLE_LEASE_MS` sets another (a loaded machine renews late). */
+/** As in test/durability/durable-runs.e2e-spec.ts; `BENCH_DURABLE_LEASE_MS` sets another (a loaded machine renews late). */
 const LEASE_MS = Number(process.env.BENCH_DURABLE_LEASE_MS ?? 3000);
 const GRACE_MS = 3000;
 const KILLS = 6;

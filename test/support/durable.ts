@@ -4,7 +4,7 @@ import { from } from 'rxjs';
 import { Frame, memoryOf, openRun, readRun, uid } from './sse';
 
 /**
- * Issue 25's clients of runs that outlive their replica: shared by test/durable-runs.e2e-spec.ts and
+ * Issue 25's clients of runs that outlive their replica: shared by test/durability/durable-runs.e2e-spec.ts and
  * the bench's durable part (bench/durable-bench.ts), which drive the same runs against built replicas.
  */
 

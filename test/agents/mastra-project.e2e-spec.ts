@@ -1,0 +1,528 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { db, eventually } from '../support/app';
+import { BuiltService, MAIN, startBuiltService } from '../support/built-service';
+import { TestIdp } from '../support/oidc';
+import { OpenAiServer, startOpenAiServer } from '../support/openai-server';
+import { rejoin } from '../support/durable';
+import { Frame, memoryOf, openRun, parseFrames, postRun, runInput, shownText, types } from '../support/sse';
+import { assertStreamRules } from '../support/stream-rules';
+
+/**
+ * A team's own Mastra project served through MASTRA_ENTRY (docs/agents.md#your-own-mastra-project):
+ * examples/mastra-project, written as Mastra users write one (TypeScript with extensionless imports,
+ * `new Agent`, `new Memory`, instructions that are a function of the request context, a server tool),
+ * its model on the OpenAI-compatible test server, served by the built service.
+ */
+const ENTRY = join(__dirname, '..', '..', 'examples', 'mastra-project', 'src', 'mastra', 'index.ts');
+
+/** Mastra memory's `generateTitle` request (made in the background after a run): answered apart from the script. */
+const TITLES = {
+  aside: (request: { messages: Array<Record<string, any>> }) =>
+    request.messages.some((m) => m.role === 'system' && String(m.content).includes('generate a short title'))
+      ? { text: ['Order questions'] }
+      : undefined,
+};
+
+/** `POST /run` of `body` to `service` with `headers`: asserts a 200 (its body shown if not) and returns the frames. */
+async function runOn(service: BuiltService, body: unknown, headers: Record<string, string> = {}) {
+  const res = await postRun(`${service.base}/run`, body, {
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+  });
+  const text = await res.text();
+  expect({ status: res.status, text: res.ok ? '' : text }).toEqual({ status: 200, text: '' });
+  return parseFrames(text).frames;
+}
+
+const systemOf = (request: { messages: Array<Record<string, any>> }) =>
+  request.messages
+    .filter((m) => m.role === 'system')
+    .map((m) => String(m.content))
+    .join('\n');
+
+describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
+  let model: OpenAiServer;
+  let service: BuiltService;
+  const run = (owner: string, body: unknown) => runOn(service, body, { 'x-resource-id': owner });
+
+  beforeAll(async () => {
+    model = await startOpenAiServer(() => ({ text: ['Hello'] }), TITLES);
+    service = await startBuiltService({ MASTRA_ENTRY: ENTRY, OPENAI_BASE_URL: model.url, MODEL: 'scripted' });
+  }, 120_000);
+  afterAll(async () => {
+    await service?.stop();
+    await model?.close();
+  });
+
+  it('lists the project’s agents with their tools, the first as the default', async () => {
+    const list = (await (await fetch(`${service.base}/agents`)).json()) as Record<string, any>;
+    expect(list.defaultAgentId).toBe('support-agent');
+    expect(list.agents).toEqual([
+      expect.objectContaining({
+        id: 'support-agent',
+        name: 'Support Agent',
+        description: 'Answers questions about orders',
+        modelId: 'openai/gpt-4o-mini',
+        tools: [
+          { name: 'orderStatus', description: 'The delivery status of an order, by its number' },
+          { name: 'cancelOrder', description: 'Cancels an order, by its number', requiresApproval: true },
+        ],
+      }),
+    ]);
+  });
+
+  it('streams a turn that calls the project’s server tool, its instructions written for the caller', async () => {
+    model.enqueue(
+      { toolCalls: [{ id: 'call_1', name: 'orderStatus', arguments: '{"orderId":"A-1001"}' }] },
+      { text: ['Your order ', 'has shipped.'] },
+    );
+    const input = runInput('Where is order A-1001?');
+    const frames = await run('alice', input);
+    assertStreamRules(frames, input);
+    expect(types(frames)).toContain('TOOL_CALL_RESULT');
+    const result = frames.find((f: Frame) => f.event.type === 'TOOL_CALL_RESULT')!.event;
+    expect(JSON.parse(result.content)).toEqual({ orderId: 'A-1001', status: 'shipped' });
+    expect(shownText(frames)).toBe('Your order has shipped.');
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    const [first, second] = model.requests.slice(-2);
+    // The instructions are the agent's own function of the request context: the owner is in it.
+    expect(systemOf(first)).toContain('You are talking to alice.');
+    expect(first.tools!.map((t: any) => t.function.name)).toEqual(['orderStatus', 'cancelOrder']);
+    expect(second.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
+  });
+
+  it('puts the owner under Mastra’s reserved key, and no client can name another there', async () => {
+    const threadId = `thread-reserved-${Date.now()}`;
+    const input = runInput('hi', {
+      threadId,
+      forwardedProps: {
+        ...memoryOf(threadId),
+        mastra__resourceId: 'bob',
+        mastra__threadId: 'bobs-thread',
+      },
+    });
+    const frames = await run('carol', input);
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    const system = systemOf(model.requests.at(-1)!);
+    expect(system).toContain('You are talking to carol.');
+    expect(system).not.toContain('bob');
+    // The agent's memory wrote the run's thread, carol's, and nothing under the names the client sent.
+    const threads = await db((c) =>
+      c.query<{ id: string; resourceId: string }>(
+        `SELECT id, "resourceId" FROM mastra_threads WHERE id = ANY($1::text[]) ORDER BY id`,
+        [[threadId, 'bobs-thread']],
+      ),
+    );
+    expect(threads.rows).toEqual([{ id: threadId, resourceId: 'carol' }]);
+  });
+
+  /** The user and assistant texts of a provider request, in order. */
+  const conversationOf = (request: { messages: Array<Record<string, any>> }) =>
+    request.messages
+      .filter((m) => m.role === 'user' || (m.role === 'assistant' && typeof m.content === 'string'))
+      .map((m) => `${m.role}: ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`);
+
+  it('recalls a stored thread from the agent’s own memory: each earlier message reaches the model once', async () => {
+    const threadId = `thread-memory-${Date.now()}`;
+    const first = runInput('My name is Erin.', { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ text: ['Hello Erin.'] });
+    expect((await run('erin', first)).at(-1)!.event.type).toBe('RUN_FINISHED');
+    // The second turn sends only its new message, as io.Assist does.
+    const second = runInput('What is my name?', { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ text: ['Erin.'] });
+    expect((await run('erin', second)).at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(conversationOf(model.requests.at(-1)!)).toEqual([
+      'user: My name is Erin.',
+      'assistant: Hello Erin.',
+      'user: What is my name?',
+    ]);
+    // The memory's generateTitle named the thread, once, through the agent's model.
+    const title = await eventually(async () => {
+      const titled = await db((c) => c.query(`SELECT title FROM mastra_threads WHERE id = $1`, [threadId]));
+      return (titled.rows[0]?.title as string | undefined) || undefined;
+    });
+    expect(title).toBe('Order questions');
+    // io-bridge's thread shows the same title, not the first message's text.
+    const shown = await eventually(async () => {
+      const res = await fetch(`${service.base}/threads/${threadId}`, {
+        headers: { 'x-resource-id': 'erin' },
+      });
+      const thread = (await res.json()) as { title?: string | null };
+      return thread.title || undefined;
+    });
+    expect(shown).toBe('Order questions');
+    expect(model.aside.filter((r) => JSON.stringify(r.messages).includes('My name is Erin.'))).toHaveLength(
+      1,
+    );
+    // A client that resends the whole history (AG-UI clients do) gets each message to the model once.
+    const stored = (await (
+      await fetch(`${service.base}/threads/${threadId}/messages?format=agui`, {
+        headers: { 'x-resource-id': 'erin' },
+      })
+    ).json()) as { messages: Array<Record<string, unknown>> };
+    const third = runInput('And again?', { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ text: ['Still Erin.'] });
+    const resent = { ...third, messages: [...stored.messages, ...third.messages] };
+    expect((await run('erin', resent)).at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(conversationOf(model.requests.at(-1)!)).toEqual([
+      'user: My name is Erin.',
+      'assistant: Hello Erin.',
+      'user: What is my name?',
+      'assistant: Erin.',
+      'user: And again?',
+    ]);
+  });
+
+  it('takes the request’s memoryOptions.lastMessages over the agent’s own', async () => {
+    const threadId = `thread-last-${Date.now()}`;
+    const turnWith = (text: string, extra: object = {}) =>
+      runInput(text, { threadId, forwardedProps: { ...memoryOf(threadId), ...extra } });
+    for (const [text, answer] of [
+      ['one', 'One.'],
+      ['two', 'Two.'],
+    ]) {
+      model.enqueue({ text: [answer] });
+      expect((await run('kim', turnWith(text))).at(-1)!.event.type).toBe('RUN_FINISHED');
+    }
+    model.enqueue({ text: ['Three.'] });
+    const last = await run('kim', turnWith('three', { memoryOptions: { lastMessages: 1 } }));
+    expect(last.at(-1)!.event.type).toBe('RUN_FINISHED');
+    // One message recalled (Mastra puts a "." user message before a history that opens with the assistant).
+    const conversation = conversationOf(model.requests.at(-1)!);
+    expect(conversation.slice(-2)).toEqual(['assistant: Two.', 'user: three']);
+    expect(conversation.filter((m) => /one|One|two/.test(m))).toEqual([]);
+  });
+
+  it('asks before a `requireApproval` tool runs (an interrupt); approved, it runs and the model goes on', async () => {
+    const threadId = `thread-approval-${Date.now()}`;
+    const input = runInput('Cancel order A-1002', {
+      threadId,
+      forwardedProps: memoryOf(threadId),
+      protocolVersion: '1.0',
+    });
+    model.enqueue({ toolCalls: [{ id: 'call_c', name: 'cancelOrder', arguments: '{"orderId":"A-1002"}' }] });
+    const asked = await run('frank', input);
+    assertStreamRules(asked, input);
+    expect(types(asked)).not.toContain('TOOL_CALL_RESULT');
+    const outcome = asked.at(-1)!.event.outcome;
+    expect(outcome).toMatchObject({
+      type: 'interrupt',
+      interrupts: [{ reason: 'tool_approval', toolCallId: 'call_c' }],
+    });
+    model.enqueue({ text: ['Order A-1002 is cancelled.'] });
+    const resume = {
+      threadId,
+      runId: `run-resume-${Date.now()}`,
+      messages: [],
+      protocolVersion: '1.0',
+      resume: [{ interruptId: outcome.interrupts[0].id, status: 'resolved', payload: { approved: true } }],
+      forwardedProps: memoryOf(threadId),
+    };
+    const resumed = await run('frank', resume);
+    assertStreamRules(resumed, resume);
+    const result = resumed.find((f: Frame) => f.event.type === 'TOOL_CALL_RESULT')!.event;
+    expect(JSON.parse(result.content)).toEqual({ orderId: 'A-1002', cancelled: true });
+    expect(shownText(resumed)).toBe('Order A-1002 is cancelled.');
+    // The model sees the call and its result once each.
+    const last = model.requests.at(-1)!.messages;
+    expect(last.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(['call_c']);
+    expect(last.filter((m) => m.role === 'assistant' && m.tool_calls).length).toBe(1);
+  });
+
+  it('keeps working memory per owner: written in one thread, it is in the owner’s next thread and no one else’s', async () => {
+    const stamp = Date.now();
+    const turnOn = (threadId: string, text: string) =>
+      runInput(text, { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue(
+      {
+        toolCalls: [
+          {
+            id: 'call_wm',
+            name: 'updateWorkingMemory',
+            arguments: JSON.stringify({ memory: '# User\n- Name: Hana\n- Likes: tea' }),
+          },
+        ],
+      },
+      { text: ['Noted.'] },
+    );
+    const wrote = await run('hana', turnOn(`thread-wm-1-${stamp}`, 'I am Hana and I like tea.'));
+    expect(wrote.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(model.requests.at(-2)!.tools!.map((t: any) => t.function.name)).toContain('updateWorkingMemory');
+
+    model.enqueue({ text: ['Tea, Hana?'] });
+    expect((await run('hana', turnOn(`thread-wm-2-${stamp}`, 'What do I like?'))).at(-1)!.event.type).toBe(
+      'RUN_FINISHED',
+    );
+    expect(systemOf(model.requests.at(-1)!)).toContain('- Likes: tea');
+
+    model.enqueue({ text: ['Hello.'] });
+    expect((await run('ivan', turnOn(`thread-wm-3-${stamp}`, 'What do I like?'))).at(-1)!.event.type).toBe(
+      'RUN_FINISHED',
+    );
+    expect(systemOf(model.requests.at(-1)!)).not.toContain('Hana');
+    expect(systemOf(model.requests.at(-1)!)).not.toContain('tea');
+  });
+
+  it('finds an agent by the key the Mastra instance registered it under too', async () => {
+    const frames = await run('dave', runInput('hi', { forwardedProps: { agentId: 'supportAgent' } }));
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(systemOf(model.requests.at(-1)!)).toContain('You are talking to dave.');
+  });
+});
+
+describe('a Mastra project behind sign-in (AUTH_MODE=jwt): the caller’s claims in the request context', () => {
+  let idp: TestIdp;
+  let model: OpenAiServer;
+  let service: BuiltService;
+  beforeAll(async () => {
+    idp = await TestIdp.start();
+    model = await startOpenAiServer(() => ({ text: ['Hello'] }), TITLES);
+    service = await startBuiltService(
+      {
+        MASTRA_ENTRY: ENTRY,
+        OPENAI_BASE_URL: model.url,
+        AUTH_MODE: 'jwt',
+        OIDC_ISSUER: idp.issuer,
+        OIDC_AUDIENCE: idp.audience,
+      },
+      120_000,
+    );
+  }, 150_000);
+  afterAll(async () => {
+    await service?.stop();
+    await model?.close();
+    await idp?.close();
+  });
+
+  it('an agent’s instructions read the token’s name claim; a client cannot put claims of its own', async () => {
+    const token = await idp.sign({ sub: 'user-jo', name: 'Jo Doe', email: 'jo@example.com', secret: 'x' });
+    const input = runInput('hi', { forwardedProps: { claims: { name: 'Someone Else' } } });
+    const frames = await runOn(service, input, { authorization: `Bearer ${token}` });
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    const system = systemOf(model.requests.at(-1)!);
+    expect(system).toContain('You are talking to user-jo (Jo Doe).');
+    expect(system).not.toContain('Someone Else');
+  });
+});
+
+describe('a Mastra project in JavaScript: models chosen per request, and fallbacks', () => {
+  let model: OpenAiServer;
+  let service: BuiltService;
+  beforeAll(async () => {
+    model = await startOpenAiServer(() => ({ text: ['Hello'] }));
+    service = await startBuiltService(
+      {
+        MASTRA_ENTRY: join(__dirname, '..', 'fixtures', 'mastra-js-project', 'index.mjs'),
+        OPENAI_BASE_URL: model.url,
+        MODEL_RETRIES: '0',
+      },
+      120_000,
+    );
+  }, 150_000);
+  afterAll(async () => {
+    await service?.stop();
+    await model?.close();
+  });
+  const run = (body: unknown) => runOn(service, body);
+
+  it('lists each agent with what its model is', async () => {
+    const list = (await (await fetch(`${service.base}/agents`)).json()) as {
+      agents: Array<Record<string, unknown>>;
+    };
+    expect(list.agents.map((a) => [a.id, a.modelId])).toEqual([
+      ['router', 'dynamic'],
+      ['fallback', 'openai/primary, openai/secondary'],
+    ]);
+  });
+
+  it('a model that is a function of the request context is chosen per run, through io-bridge’s provider calls', async () => {
+    for (const [tier, expected] of [
+      ['large', 'gpt-large'],
+      [undefined, 'gpt-small'],
+    ]) {
+      model.enqueue({ text: ['Hi.'], usage: { prompt: 7, completion: 2 } });
+      const input = runInput('hi', {
+        protocolVersion: '1.0',
+        forwardedProps: { agentId: 'router', ...(tier ? { tier } : {}) },
+      });
+      const frames = await run(input);
+      assertStreamRules(frames, input);
+      expect(model.requests.at(-1)!.model).toBe(expected);
+      // Usage comes from io-bridge's wrapper of the agent's model.
+      expect(frames.at(-1)!.event).toMatchObject({
+        type: 'RUN_FINISHED',
+        usage: [expect.objectContaining({ inputTokens: 7, outputTokens: 2 })],
+      });
+    }
+  });
+
+  it('a failing first model falls back to the next, as Mastra does', async () => {
+    model.enqueue({ status: 500, error: 'primary is down' }, { text: ['From the second.'] });
+    const frames = await run(runInput('hi', { forwardedProps: { agentId: 'fallback' } }));
+    expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(shownText(frames)).toBe('From the second.');
+    expect(model.requests.slice(-2).map((r) => r.model)).toEqual(['primary', 'secondary']);
+  });
+});
+
+describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line naming it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mastra-entry-'));
+  /** What the built service prints and its exit code, started with `entry`. */
+  const start = (entry: string) =>
+    new Promise<{ code: number | null; output: string }>((resolve) => {
+      const child = spawn(process.execPath, [MAIN], {
+        env: {
+          ...process.env,
+          PORT: '0',
+          MASTRA_ENTRY: entry,
+          ...(process.env.E2E_DATABASE_URL ? { DATABASE_URL: process.env.E2E_DATABASE_URL } : {}),
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+      child.on('exit', (code) => resolve({ code, output }));
+    });
+
+  it.each([
+    [
+      'a file that does not exist',
+      () => join(dir, 'missing.ts'),
+      /MASTRA_ENTRY: .*missing\.ts does not exist/,
+    ],
+    [
+      'a module without a `mastra` export',
+      () => {
+        writeFileSync(join(dir, 'no-mastra.ts'), 'export const agents = {};\n');
+        return join(dir, 'no-mastra.ts');
+      },
+      /MASTRA_ENTRY: .*no-mastra\.ts exports no `mastra`/,
+    ],
+    [
+      'an agent that is not a Mastra Agent',
+      () => {
+        writeFileSync(
+          join(dir, 'not-agent.ts'),
+          'export const mastra = { listAgents: () => ({ helper: { id: "helper", stream() {} } }) };\n',
+        );
+        return join(dir, 'not-agent.ts');
+      },
+      /MASTRA_ENTRY: .*not-agent\.ts agent 'helper' lacks getDescription/,
+    ],
+    [
+      'a project on another major version of @mastra/core',
+      () => {
+        const core = join(dir, 'v2', 'node_modules', '@mastra', 'core');
+        mkdirSync(core, { recursive: true });
+        writeFileSync(
+          join(core, 'package.json'),
+          '{"name":"@mastra/core","version":"2.0.0","main":"index.js"}',
+        );
+        writeFileSync(join(core, 'index.js'), 'module.exports = {};\n');
+        writeFileSync(join(dir, 'v2', 'index.mjs'), 'export const mastra = { listAgents: () => ({}) };\n');
+        return join(dir, 'v2', 'index.mjs');
+      },
+      /MASTRA_ENTRY: .*index\.mjs uses @mastra\/core 2\.0\.0; io-bridge serves @mastra\/core 1\.x/,
+    ],
+    [
+      'a module that throws',
+      () => {
+        writeFileSync(join(dir, 'throws.ts'), 'throw new Error("no database configured");\nexport {};\n');
+        return join(dir, 'throws.ts');
+      },
+      /MASTRA_ENTRY: .*throws\.ts could not be loaded: no database configured/,
+    ],
+  ])(
+    '%s',
+    async (_what, entry, line) => {
+      const { code, output } = await start(entry());
+      expect(code).toBe(1);
+      expect(output).toMatch(line);
+      expect(output.match(/MASTRA_ENTRY/g)).toHaveLength(1);
+    },
+    60_000,
+  );
+});
+
+describe('a Mastra project’s agent with memory, its replica killed mid-answer', () => {
+  const LEASE_MS = 3000;
+  let model: OpenAiServer;
+  const replicas: BuiltService[] = [];
+  beforeAll(async () => {
+    model = await startOpenAiServer(() => ({ text: ['Unexpected.'] }), TITLES);
+  });
+  afterAll(async () => {
+    replicas.forEach((s) => s.kill());
+    await model?.close();
+  });
+
+  it('the continued run leaves the question and the answer in the thread once, and in the agent’s memory once', async () => {
+    const env = { MASTRA_ENTRY: ENTRY, OPENAI_BASE_URL: model.url, RUN_LEASE_MS: String(LEASE_MS) };
+    const [a, b] = await Promise.all([startBuiltService(env, 120_000), startBuiltService(env, 120_000)]);
+    replicas.push(a, b);
+    const threadId = `thread-killed-${Date.now()}`;
+    const earlier = runInput('My name is Gina.', { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ text: ['Hi Gina.'] });
+    expect(
+      (await (await openRun(`${b.base}/run`, earlier, { 'x-resource-id': 'gina' })).done).at(-1)!.event.type,
+    ).toBe('RUN_FINISHED');
+    const input = runInput('Where is order A-1003?', { threadId, forwardedProps: memoryOf(threadId) });
+    // The first replica's provider call stops mid-answer; the continuation's answers whole.
+    model.enqueue({ hang: 'Let me ' }, { text: ['Order A-1003 ', 'is packing.'] });
+    const live = await openRun(`${a.base}/run`, input, { 'x-resource-id': 'gina' });
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
+    a.kill();
+    await live.done.catch(() => undefined);
+    const seen = [...live.frames];
+    const rest = await rejoin(b.base, input.runId, seen.at(-1)!.id, LEASE_MS + 20_000);
+    const whole = [...seen, ...(await rest.done)];
+    assertStreamRules(whole, input);
+    expect(whole.at(-1)!.event.type).toBe('RUN_FINISHED');
+
+    // The continuation's provider call has the earlier turn and the question once each.
+    const continued = model.requests.at(-1)!;
+    expect(continued.messages.filter((m) => m.role !== 'system').map((m) => [m.role, m.content])).toEqual([
+      ['user', 'My name is Gina.'],
+      ['assistant', 'Hi Gina.'],
+      ['user', 'Where is order A-1003?'],
+    ]);
+    // io-bridge's thread and the agent's memory each hold the question and the answer once.
+    const page = (await (
+      await fetch(`${b.base}/threads/${threadId}/messages?format=agui`, {
+        headers: { 'x-resource-id': 'gina' },
+      })
+    ).json()) as { messages: Array<{ role: string; content: unknown }> };
+    expect(page.messages.map((m) => [m.role, m.content])).toEqual([
+      ['user', 'My name is Gina.'],
+      ['assistant', 'Hi Gina.'],
+      ['user', 'Where is order A-1003?'],
+      ['assistant', 'Order A-1003 is packing.'],
+    ]);
+    const remembered = await db((c) =>
+      c.query<{ role: string; content: string }>(
+        `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt"`,
+        [threadId],
+      ),
+    );
+    expect(remembered.rows.map((m) => [m.role, textOf(m.content)])).toEqual([
+      ['user', 'My name is Gina.'],
+      ['assistant', 'Hi Gina.'],
+      ['user', 'Where is order A-1003?'],
+      ['assistant', 'Order A-1003 is packing.'],
+    ]);
+  }, 180_000);
+});
+
+/** The text of a message as Mastra stores it (`{ format: 2, parts: [...] }`). */
+function textOf(content: unknown): string {
+  const parsed = (typeof content === 'string' ? JSON.parse(content) : content) as {
+    parts?: Array<{ type: string; text?: string }>;
+  };
+  return (parsed.parts ?? [])
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text)
+    .join('');
+}

@@ -1,0 +1,226 @@
+import { ANY_OWNER } from '../../src/auth/principal';
+import { ACTIVE_STATUSES } from '../../src/runs/storage/run.entity';
+import { RunsRepository } from '../../src/runs/storage/runs.repository';
+import { ToolCallsRepository } from '../../src/runs/storage/tool-calls.repository';
+import { MessagesRepository } from '../../src/threads/messages.repository';
+import { ThreadsRepository } from '../../src/threads/threads.repository';
+import { db, startApp, TestApp } from '../support/app';
+import { uid } from '../support/sse';
+
+/** Owner scoping of every repository method, on the real database: another owner's rows are neither read nor written. */
+describe('repositories: owner scoping', () => {
+  const owner = 'scope-alice';
+  const other = 'scope-mallory';
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(() => t.close());
+
+  const liveRun = async (status: 'running' | 'waiting_for_tool' = 'running', threadId = uid('thread')) => {
+    const runId = uid('run');
+    await db((c) =>
+      c.query(
+        `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
+         VALUES ($1, $2, $3, 'assistant', $4, now() + interval '1 hour')`,
+        [runId, threadId, owner, status],
+      ),
+    );
+    return runId;
+  };
+  const insertCall = (runId: string, toolCallId: string, status: string) =>
+    db((c) =>
+      c.query(
+        `INSERT INTO run_tool_calls (run_id, tool_call_id, tool_name, status, result, submitted_at)
+         VALUES ($1, $2, 'get_city', $3, CASE WHEN $3 = 'pending' THEN NULL ELSE '"Paris"'::jsonb END,
+                 CASE WHEN $3 = 'pending' THEN NULL ELSE now() END)`,
+        [runId, toolCallId, status],
+      ),
+    );
+  /** The run's status and its calls, to compare before and after another owner's call. */
+  const snapshot = (runId: string) =>
+    db(async (c) => ({
+      run: (await c.query('SELECT status, updated_at::text FROM runs WHERE id = $1', [runId])).rows[0],
+      calls: (
+        await c.query(
+          `SELECT tool_call_id, tool_name, status, result, error, submitted_at::text
+             FROM run_tool_calls WHERE run_id = $1 ORDER BY tool_call_id`,
+          [runId],
+        )
+      ).rows,
+    }));
+
+  describe('ToolCallsRepository', () => {
+    let repo: ToolCallsRepository;
+    beforeAll(() => {
+      repo = t.app.get(ToolCallsRepository);
+    });
+
+    it("register: another owner's run gets no call and does not start waiting", async () => {
+      const runId = await liveRun();
+      await repo.register(runId, other, 'c1', 'get_city');
+      expect(await snapshot(runId)).toEqual({
+        run: expect.objectContaining({ status: 'running' }),
+        calls: [],
+      });
+      await repo.register(runId, owner, 'c1', 'get_city');
+      expect(await snapshot(runId)).toMatchObject({
+        run: { status: 'waiting_for_tool' },
+        calls: [{ tool_call_id: 'c1', status: 'pending' }],
+      });
+    });
+
+    it("register: another owner's early result is not claimed", async () => {
+      const runId = await liveRun();
+      await insertCall(runId, 'c1', 'early');
+      const before = await snapshot(runId);
+      await repo.register(runId, other, 'c1', 'other_tool');
+      expect(await snapshot(runId)).toEqual(before);
+    });
+
+    it("submit: another owner's run is a 404 and its pending call stays unanswered", async () => {
+      const runId = await liveRun('waiting_for_tool');
+      await insertCall(runId, 'c1', 'pending');
+      const before = await snapshot(runId);
+      await expect(repo.submit(runId, other, 'c1', { content: 'x' })).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      await expect(repo.submit(runId, other, 'made-up', { content: 'x' })).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      expect(await snapshot(runId)).toEqual(before);
+      expect(await repo.submit(runId, ANY_OWNER, 'c1', { content: 'x' })).toBe('submitted');
+    });
+
+    it("awaitRegistration: another owner neither sees nor withdraws the owner's early result", async () => {
+      const runId = await liveRun();
+      await insertCall(runId, 'c1', 'early');
+      const before = await snapshot(runId);
+      expect(await repo.awaitRegistration(runId, other, 'c1', 50)).toBe(false);
+      expect(await snapshot(runId)).toEqual(before);
+      expect(await repo.awaitRegistration(runId, ANY_OWNER, 'c1', 50)).toBe(false);
+      expect((await snapshot(runId)).calls).toEqual([]);
+    });
+
+    it("take: another owner's posted result is not taken, the run stays waiting", async () => {
+      const runId = await liveRun('waiting_for_tool');
+      await insertCall(runId, 'c1', 'submitted');
+      const before = await snapshot(runId);
+      expect(await repo.take(runId, other, 'c1')).toBeUndefined();
+      expect(await snapshot(runId)).toEqual(before);
+      expect(await repo.take(runId, owner, 'c1')).toEqual({ content: 'Paris' });
+      expect(await snapshot(runId)).toMatchObject({
+        run: { status: 'running' },
+        calls: [{ status: 'done' }],
+      });
+    });
+
+    it("abandon: another owner's call stays open, and an idle run of another owner is not resumed", async () => {
+      const runId = await liveRun('waiting_for_tool');
+      await insertCall(runId, 'c1', 'submitted');
+      const before = await snapshot(runId);
+      await repo.abandon(runId, other, 'c1');
+      expect(await snapshot(runId)).toEqual(before);
+      await repo.abandon(runId, owner, 'c1');
+      expect(await snapshot(runId)).toMatchObject({
+        run: { status: 'running' },
+        calls: [{ status: 'done' }],
+      });
+    });
+
+    it("pending: another owner's waiting calls are not listed", async () => {
+      const runId = await liveRun('waiting_for_tool');
+      await insertCall(runId, 'c1', 'pending');
+      expect(await repo.pending(runId, other)).toEqual([]);
+      expect(await repo.pending(runId, owner)).toEqual([{ toolCallId: 'c1', toolName: 'get_city' }]);
+    });
+  });
+
+  describe('RunsRepository', () => {
+    it("findOne: another owner's run reads as missing", async () => {
+      const threadId = uid('thread');
+      await db((c) => c.query(`INSERT INTO threads (id, resource_id) VALUES ($1, $2)`, [threadId, owner]));
+      const runId = await liveRun('waiting_for_tool', threadId);
+      const runs = t.app.get(RunsRepository);
+      expect(await runs.findOne(runId, other)).toBeNull();
+      expect(await runs.findOne(runId, owner)).toMatchObject({ id: runId, resourceId: owner });
+      expect(await runs.findOne(runId, ANY_OWNER)).toMatchObject({ id: runId });
+    });
+
+    it('renewLeases and saveCheckpoints: a held run named with another owner is neither renewed nor checkpointed', async () => {
+      const runs = t.app.get(RunsRepository);
+      const runId = await liveRun();
+      const lease = () =>
+        db(
+          async (c) =>
+            (
+              await c.query('SELECT lease_expires_at::text AS at, checkpoint FROM runs WHERE id = $1', [
+                runId,
+              ])
+            ).rows[0],
+        );
+      const before = await lease();
+      const messages = [{ id: 'cp1', role: 'assistant' as const, content: 'shown' }];
+      expect(await runs.renewLeases([{ id: runId, resourceId: other, attempt: 1 }], 7_200_000)).toEqual([]);
+      expect(
+        await runs.saveCheckpoints([{ id: runId, resourceId: other, attempt: 1, messages }], 7_200_000),
+      ).toEqual([]);
+      expect(await lease()).toEqual(before);
+      expect(await runs.renewLeases([{ id: runId, resourceId: owner, attempt: 1 }], 7_200_000)).toEqual([
+        runId,
+      ]);
+      expect(
+        await runs.saveCheckpoints([{ id: runId, resourceId: owner, attempt: 1, messages }], 7_200_000),
+      ).toEqual([runId]);
+      expect(await lease()).toMatchObject({ checkpoint: messages });
+      expect((await lease()).at).not.toBe(before.at);
+    });
+  });
+
+  it('"active" in the schema is ACTIVE_STATUSES: the partial indexes on active runs use the same statuses', async () => {
+    const defs = await db((c) =>
+      c.query<{ name: string; def: string }>(
+        `SELECT indexname AS name, indexdef AS def FROM pg_indexes
+          WHERE tablename = 'runs' AND indexname IN ('runs_one_active_per_thread', 'runs_active_lease_idx')
+          ORDER BY indexname`,
+      ),
+    );
+    expect(defs.rows.map((r) => r.name)).toEqual(['runs_active_lease_idx', 'runs_one_active_per_thread']);
+    for (const { def } of defs.rows) {
+      const statuses = [
+        ...(/status = ANY \(ARRAY\[([^\]]*)\]\)/.exec(def)?.[1] ?? '').matchAll(/'([^']+)'/g),
+      ];
+      expect({ def, statuses: statuses.map((m) => m[1]) }).toEqual({ def, statuses: [...ACTIVE_STATUSES] });
+    }
+  });
+
+  describe('ThreadsRepository and MessagesRepository', () => {
+    it("another owner's thread and messages are neither read nor written", async () => {
+      const threads = t.app.get(ThreadsRepository);
+      const messages = t.app.get(MessagesRepository);
+      const threadId = uid('thread');
+      await threads.insert({ id: threadId, resourceId: owner });
+      const body = { id: 'm1', role: 'tool', toolCallId: 'c1', content: 'Paris' };
+      await db((c) =>
+        c.query(
+          `INSERT INTO messages (thread_id, id, position, role, body) VALUES ($1, 'm1', 1, 'tool', $2::jsonb)`,
+          [threadId, JSON.stringify(body)],
+        ),
+      );
+
+      expect(await threads.find(threadId, other)).toBeUndefined();
+      expect(await threads.list(other, { limit: 10 })).toEqual([]);
+      expect(await threads.update(threadId, other, { title: 'stolen' })).toBeUndefined();
+      await threads.setTitleIfNone(threadId, other, 'stolen');
+      expect(await threads.delete(threadId, other)).toBe(false);
+      expect(await messages.list(threadId, other, { limit: 10 })).toEqual([]);
+      expect(await messages.toolResults(threadId, other, ['c1'])).toEqual([]);
+
+      expect(await threads.find(threadId, owner)).toMatchObject({ id: threadId, title: null });
+      expect((await messages.list(threadId, owner, { limit: 10 })).map((m) => m.body)).toEqual([body]);
+      expect(await messages.toolResults(threadId, owner, ['c1'])).toHaveLength(1);
+      expect(await threads.delete(threadId, owner)).toBe(true);
+    });
+  });
+});
