@@ -1,4 +1,4 @@
-/** Two projects: fast unit specs beside the code, e2e specs against real Postgres and HTTP. */
+/** Three projects: fast unit specs beside the code, static checks of files, e2e specs against real Postgres and HTTP. */
 const ts = require('typescript');
 
 /**
@@ -40,6 +40,8 @@ module.exports = {
   testTimeout: 30000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts'] },
+    // Checks of files (the Kubernetes manifests): no database, no service.
+    { ...common, displayName: 'static', testMatch: ['<rootDir>/test/**/*.static-spec.ts'] },
     {
       ...common,
       displayName: 'e2e',
