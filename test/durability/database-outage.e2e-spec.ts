@@ -305,13 +305,14 @@ describe('a run whose lease cannot be renewed, with the driver timeouts at their
     const frames = await endsWithin(live.done, 10_000);
     const endedAt = Date.now();
     // Before the lease could lapse: the last renewal the database took gave the run until
-    // lease_expires_at (read beside the frozen proxy), and the stream ended before it. The service
-    // stops at half a lease without an answer (1.5 s), not after the driver's 5 s connect timeout, so
-    // this holds with a second and a half to spare on a loaded machine.
+    // lease_expires_at (read beside the frozen proxy). The next renewal is asked a third of a lease
+    // after it (1 s) and the run is stopped half a lease later without an answer (1.5 s), on time and
+    // not at the next renewal tick: a sixth of the lease (500 ms) before it lapses, not after the
+    // driver's 5 s connect timeout. Checked at ticks only, the stop came as the lease ended.
     const lease = await db((c) =>
       c.query<{ until: Date }>('SELECT lease_expires_at AS until FROM runs WHERE id = $1', [input.runId]),
     );
-    expect(endedAt).toBeLessThan(lease.rows[0].until.getTime());
+    expect(endedAt).toBeLessThan(lease.rows[0].until.getTime() - 250);
     assertStreamRules(frames, input);
     expect(frames.at(-1)!.event).toMatchObject({
       type: 'RUN_ERROR',

@@ -121,14 +121,30 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
     const ran = this.lastTick === undefined || now - this.lastTick <= 2 * this.renewEveryMs;
     this.lastTick = now;
     if (ran) this.warnUnrenewable(now);
-    else if (this.renewalAskedAt !== undefined) this.renewalAskedAt = now;
+    else if (this.renewalAskedAt !== undefined) this.askedAt(now);
     if (this.renewalWaiting || !this.held.size) return;
     this.renewalWaiting = true;
-    this.renewalAskedAt ??= Date.now();
+    if (this.renewalAskedAt === undefined) this.askedAt(Date.now());
     await this.inTurn(() => {
       this.renewalWaiting = false;
       return this.renewHeld(Date.now());
     });
+  }
+
+  /**
+   * A renewal is asked at `at`: half a lease later, unanswered, its runs are told (warnUnrenewable),
+   * then and not at the next tick. The renewal was asked up to a tick after the last one answered, so
+   * a check only at ticks told them as late as the lease's end; this leaves them a sixth of a lease
+   * before it lapses. A timer that fires over a tick late says this process did not run (a pause):
+   * the next tick asks again and arms another.
+   */
+  private askedAt(at: number): void {
+    this.renewalAskedAt = at;
+    const half = this.leaseMs / 2;
+    setTimeout(() => {
+      const now = Date.now();
+      if (this.renewalAskedAt === at && now - at <= half + this.renewEveryMs) this.warnUnrenewable(now);
+    }, half + 1).unref();
   }
 
   /**
