@@ -9,6 +9,7 @@ import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { LogDestination, quietStartup } from './ops/logging';
 import { DomainErrorFilter } from './common/error.filter';
+import { bodyLimitsOf } from './common/body-limits';
 import { boundedJsonParser } from './common/json-body-parser';
 import { clientErrorHandler, frameworkErrors } from './common/http-errors';
 import { AppConfig } from './config/config';
@@ -102,19 +103,17 @@ export async function createApp(
   // limits allow, never what the client sent (docs/limits.md#request-bodies).
   // The JSON parser reads the request stream itself (Nest's useBodyParser hands a parser the whole
   // body as one buffer), so Nest registers no body parser and the form one is added here as before.
-  adapter.getInstance().addContentTypeParser(
-    'application/json',
-    boundedJsonParser(
-      {
-        maxDepth: limits.maxJsonDepth,
-        maxValues: limits.maxJsonValues,
-        maxStringLength: limits.maxStringLength,
-      },
-      limits.maxBodyBytes,
-      { route: `${config.prefix}/run`, limits },
-      adapter.getInstance().getDefaultJsonParser('error', 'error'),
-    ),
-  );
+  adapter
+    .getInstance()
+    .addContentTypeParser(
+      'application/json',
+      boundedJsonParser(
+        bodyLimitsOf(limits),
+        limits.maxBodyBytes,
+        { route: `${config.prefix}/run`, limits },
+        adapter.getInstance().getDefaultJsonParser('error', 'error'),
+      ),
+    );
   app.useBodyParser('application/x-www-form-urlencoded', { bodyLimit: limits.maxBodyBytes });
   app.setGlobalPrefix(config.prefix, { exclude: ['health/{*path}', 'metrics', 'docs'] });
   // Helmet's headers, computed once: with this configuration they are the same for every response

@@ -26,7 +26,7 @@ export function ioBridgeImports(
   config: AppConfig,
   host?: HostOptions,
   logDestination?: LogDestination,
-): DynamicModule['imports'] {
+): NonNullable<DynamicModule['imports']> {
   return [
     ConfigModule.forRoot(config, host),
     LoggerModule.forRoot(
@@ -84,7 +84,7 @@ export class IoBridgeModule {
     return {
       module: IoBridgeModule,
       imports: [
-        ...(ioBridgeImports(config, host) ?? []),
+        ...ioBridgeImports(config, host),
         RouterModule.register([{ path: config.prefix || '/', children: ROUTED_MODULES }]),
       ],
       providers: [HostedShutdown],

@@ -10,6 +10,17 @@ export type BodyLimits = {
   maxStringLength: number;
 };
 
+/** The body limits of the configuration's (MAX_JSON_DEPTH, MAX_JSON_VALUES, MAX_STRING_LENGTH). */
+export const bodyLimitsOf = (limits: {
+  maxJsonDepth: number;
+  maxJsonValues: number;
+  maxStringLength: number;
+}): BodyLimits => ({
+  maxDepth: limits.maxJsonDepth,
+  maxValues: limits.maxJsonValues,
+  maxStringLength: limits.maxStringLength,
+});
+
 /** What a `POST /run` body (AG-UI `RunAgentInput`) may hold. */
 export type RunBodyLimits = {
   maxMessages: number;

@@ -1,7 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
-import { bodyLimitError, forwardedPropsLimitError, runBodyLimitError } from '../common/body-limits';
+import {
+  bodyLimitError,
+  bodyLimitsOf,
+  forwardedPropsLimitError,
+  runBodyLimitError,
+} from '../common/body-limits';
 import { toDomainError } from '../common/error.filter';
 import { envelope } from '../common/errors';
 import { scannedBodies } from '../common/json-body-parser';
@@ -31,6 +36,7 @@ export class HttpHooks {
   ) {
     const fastify = adapterHost.httpAdapter.getInstance<FastifyInstance>();
     const { prefix, limits } = config;
+    const bodyLimits = bodyLimitsOf(limits);
     const ours = (url: string | undefined) =>
       routes === 'all' || (url !== undefined && (url.includes(`${prefix}/`) || url.endsWith(prefix)));
     const isRun = (method: string, url: string | undefined) =>
@@ -41,11 +47,7 @@ export class HttpHooks {
       const run = isRun(request.method, url);
       const error =
         (run ? runBodyLimitError(request.body, limits) : undefined) ??
-        bodyLimitError(request.body, {
-          maxDepth: limits.maxJsonDepth,
-          maxValues: limits.maxJsonValues,
-          maxStringLength: limits.maxStringLength,
-        }) ??
+        bodyLimitError(request.body, bodyLimits) ??
         (run ? forwardedPropsLimitError(request.body, limits) : undefined);
       if (!error) return done();
       void reply.status(error.status).send(envelope(error));
@@ -69,7 +71,7 @@ export class HttpHooks {
       // A streamed run is observed once, by its controller, when its stream closes.
       if (metrics.timedByController.has(reply.raw)) return done();
       const route = request.routeOptions.url;
-      if (routes !== 'all' && !ours(route)) return done();
+      if (!ours(route)) return done();
       metrics.httpDuration.observe(
         { method: request.method, route: route ?? 'unmatched', status: String(reply.statusCode) },
         reply.elapsedTime / 1000,
