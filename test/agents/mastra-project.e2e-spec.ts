@@ -8,6 +8,7 @@ import { TestIdp } from '../support/oidc';
 import { OpenAiServer, startOpenAiServer } from '../support/openai-server';
 import { rejoin } from '../support/durable';
 import { Frame, memoryOf, openRun, parseFrames, postRun, runInput, shownText, types } from '../support/sse';
+import { titlesAnswered } from '../support/prompt-script';
 import { assertStreamRules } from '../support/stream-rules';
 
 /**
@@ -19,12 +20,7 @@ import { assertStreamRules } from '../support/stream-rules';
 const ENTRY = join(__dirname, '..', '..', 'examples', 'mastra-project', 'src', 'mastra', 'index.ts');
 
 /** Mastra memory's `generateTitle` request (made in the background after a run): answered apart from the script. */
-const TITLES = {
-  aside: (request: { messages: Array<Record<string, any>> }) =>
-    request.messages.some((m) => m.role === 'system' && String(m.content).includes('generate a short title'))
-      ? { text: ['Order questions'] }
-      : undefined,
-};
+const TITLES = titlesAnswered('Order questions');
 
 /** `POST /run` of `body` to `service` with `headers`: asserts a 200 (its body shown if not) and returns the frames. */
 async function runOn(service: BuiltService, body: unknown, headers: Record<string, string> = {}) {

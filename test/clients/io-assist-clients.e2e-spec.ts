@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { eventually } from '../support/app';
 import { BuiltService, startBuiltService } from '../support/built-service';
 import { OpenAiServer, startOpenAiServer } from '../support/openai-server';
-import { answerAsScripted } from '../support/prompt-script';
+import { answerAsScripted, titlesAnswered } from '../support/prompt-script';
 import { Frame, readRun, shownText, types } from '../support/sse';
 import { assertStreamRules } from '../support/stream-rules';
 
@@ -32,14 +32,7 @@ describe.each([
   let model: OpenAiServer | undefined;
   beforeAll(async () => {
     model = target.project
-      ? await startOpenAiServer(answerAsScripted, {
-          aside: (request) =>
-            request.messages.some(
-              (m) => m.role === 'system' && String(m.content).includes('generate a short title'),
-            )
-              ? { text: [GENERATED_TITLE] }
-              : undefined,
-        })
+      ? await startOpenAiServer(answerAsScripted, titlesAnswered(GENERATED_TITLE))
       : undefined;
     // A lost tool result fails the round trip in seconds, not after the default five minutes.
     service = await startBuiltService({

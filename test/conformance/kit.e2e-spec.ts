@@ -27,6 +27,30 @@ const checksOf = (report: ConformanceReport) =>
 /** Shows the whole report when an expectation on it fails. */
 const explained = (report: ConformanceReport, value: unknown) => ({ value, report: formatReport(report) });
 
+/**
+ * Every check of every level passed in `report`; when one did not, the whole report and the
+ * service's output are written out first.
+ */
+function expectEveryCheckPassed(report: ConformanceReport, service: BuiltService): void {
+  const notPassed = checksOf(report).filter((c) => c.status !== 'pass');
+  if (notPassed.length)
+    process.stderr.write(`${formatReport(report)}\n--- the service's output:\n${service.output()}\n`);
+  expect(
+    explained(
+      report,
+      notPassed.map((c) => c.id),
+    ),
+  ).toEqual(explained(report, []));
+  expect(report.levels.map((l) => [l.level, l.status])).toEqual([
+    [1, 'pass'],
+    [2, 'pass'],
+    [3, 'pass'],
+    [4, 'pass'],
+  ]);
+  expect(report.ok).toBe(true);
+  expect(report.summary).toMatch(/^PASS /);
+}
+
 type Input = { threadId: string; runId: string };
 
 /**
@@ -281,26 +305,7 @@ describe('the conformance kit', () => {
 
     it.each(['protocol', 'io-bridge'] as const)(
       'passes every check of every level in the %s profile',
-      (profile) => {
-        const report = reports[profile]!;
-        const notPassed = checksOf(report).filter((c) => c.status !== 'pass');
-        if (notPassed.length)
-          process.stderr.write(`${formatReport(report)}\n--- the service's output:\n${service!.output()}\n`);
-        expect(
-          explained(
-            report,
-            notPassed.map((c) => c.id),
-          ),
-        ).toEqual(explained(report, []));
-        expect(report.levels.map((l) => [l.level, l.status])).toEqual([
-          [1, 'pass'],
-          [2, 'pass'],
-          [3, 'pass'],
-          [4, 'pass'],
-        ]);
-        expect(report.ok).toBe(true);
-        expect(report.summary).toMatch(/^PASS /);
-      },
+      (profile) => expectEveryCheckPassed(reports[profile]!, service!),
     );
 
     it('fails the stock-client loop and the interrupt checks, and no other, when RUN_FINISHED loses its outcome', async () => {
@@ -403,19 +408,7 @@ describe('the conformance kit', () => {
 
     it.each(['protocol', 'io-bridge'] as const)(
       'passes every check of every level in the %s profile',
-      (profile) => {
-        const report = reports[profile]!;
-        const notPassed = checksOf(report).filter((c) => c.status !== 'pass');
-        if (notPassed.length)
-          process.stderr.write(`${formatReport(report)}\n--- the service's output:\n${service!.output()}\n`);
-        expect(
-          explained(
-            report,
-            notPassed.map((c) => c.id),
-          ),
-        ).toEqual(explained(report, []));
-        expect(report.ok).toBe(true);
-      },
+      (profile) => expectEveryCheckPassed(reports[profile]!, service!),
     );
   });
 

@@ -1,4 +1,4 @@
-import type { ChatRequest, Reply } from './openai-server';
+import type { ChatRequest, OpenAiServerOptions, Reply } from './openai-server';
 
 /** The text of a chat message's content: a string, or its text parts. */
 const textOf = (content: unknown): string =>
@@ -48,3 +48,14 @@ export function answerAsScripted(request: ChatRequest): Reply {
   if (text.startsWith('/json ')) return { text: [text.slice('/json '.length)] };
   return { text: ['You said: ', text] };
 }
+
+/**
+ * The provider double's options for an agent whose Memory generates titles (`generateTitle`): its
+ * title request, made in the background after a run, is answered `title` apart from the script.
+ */
+export const titlesAnswered = (title: string): OpenAiServerOptions => ({
+  aside: (request) =>
+    request.messages.some((m) => m.role === 'system' && String(m.content).includes('generate a short title'))
+      ? { text: [title] }
+      : undefined,
+});
