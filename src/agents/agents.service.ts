@@ -1,290 +1,79 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { Agent } from '@mastra/core/agent';
-import type { RequestContext } from '@mastra/core/request-context';
-import type { Tool } from '@mastra/core/tools';
-import { noopLogger } from '@mastra/core/logger';
-import { getProviderConfig, parseModelString } from '@mastra/core/llm';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
+import { unwatchFile, watchFile } from 'node:fs';
 import type { AppConfig } from '../config/config';
 import { ConfigError } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
-import { AgentDefinition } from './agent-definition';
 import { AgentView } from './dto/agent-view.dto';
-import { envKey, loadOverrides } from './agent-overrides';
+import { AgentsConfig, loadAgentsConfig, McpServerEntry } from './agents-config';
+import { definedAgent, definitionOf, projectAgent, RegisteredAgent, TitleListener } from './agent-builders';
+import { requiresApproval } from './agent-tools';
 import { agentDefinitions } from './index';
-import { reportingTool } from './tools/run-tools';
-import { modelProblem, resolveModel } from './model-factory';
-import { abortableModel, ModelConfig } from './abortable-model';
-import { MastraProject, ProjectMemory } from './mastra-project';
+import { builtInServerTools } from './tools/server-tools';
+import { MastraProject } from './mastra-project';
+import { McpServer } from './mcp/mcp-server';
 import { Metrics } from '../ops/metrics.service';
 
-type AnyTool = Tool<any, any, any, any, any, any, any>;
-
-export type RegisteredAgent = {
-  definition: AgentDefinition;
-  agent: Agent;
-  modelId: string;
-  serverToolNames: ReadonlySet<string>;
-  /**
-   * Server tools that need a person's approval before they run (Mastra's `requireApproval`), by
-   * name. Not executed by the engine: a run offers them without `execute` (as client tools), so the
-   * model's step ends at their call and the run asks (an AG-UI interrupt); once approved, the run
-   * that resumes executes them.
-   */
-  approvalTools: ReadonlyMap<string, AnyTool>;
-  /** The model's context window in tokens: AGENTS_CONFIG, else the definition, else MODEL_CONTEXT_TOKENS. */
-  contextTokens: number;
-  /** The instructions the agent runs with (an override's, else the definition's). */
-  instructions: string;
-  /**
-   * The agent has a Mastra `Memory` of its own (an agent of MASTRA_ENTRY): the model's history is
-   * what that memory recalls for the thread, and a run hands the agent only the messages new to it.
-   */
-  ownMemory: boolean;
-  /** Its Memory names threads itself (`generateTitle`): a run leaves the thread untitled for it. */
-  titlesThreads: boolean;
-};
-
-/** Told of a title an agent's own Memory gave a thread (ThreadsService keeps it as the thread's). */
-export type TitleListener = (threadId: string, resourceId: string, title: string) => void;
-
-/** Whether a tool is marked with Mastra's `requireApproval` (a flag; an approval function counts as always). */
-export function requiresApproval(tool: AnyTool): boolean {
-  return Boolean((tool as { requireApproval?: unknown }).requireApproval);
-}
-
-/**
- * A provider model without its API key would start and then fail every run: refused at start-up,
- * naming the key. With OPENAI_BASE_URL the model is served by an OpenAI-compatible server instead.
- */
-function requireApiKey(modelId: string, variable: string, model: AppConfig['model']): void {
-  if (modelId === 'scripted' || model.openaiBaseUrl) return;
-  const { provider } = parseModelString(modelId);
-  const keys = provider ? getProviderConfig(provider)?.apiKeyEnvVar : undefined;
-  if (!keys) return;
-  const names = [keys].flat();
-  if (names.some((name) => process.env[name])) return;
-  throw ConfigError.invalid([
-    `${variable}: ${modelId} needs ${names.join(' or ')} (or OPENAI_BASE_URL for an OpenAI-compatible server)`,
-  ]);
-}
-
-/** A built-in agent (src/agents/index.ts) as Mastra's `Agent`, with its AGENTS_CONFIG / AGENT_<ID>_* override. */
-function builtInAgent(
-  definition: AgentDefinition,
-  override: ReturnType<typeof loadOverrides> extends Map<string, infer O> ? O | undefined : never,
-  config: AppConfig,
-  metrics: Metrics | undefined,
-): RegisteredAgent {
-  const modelId = override?.model ?? definition.model ?? config.model.id;
-  const variable = override?.model ? envKey(definition.id, 'MODEL') : 'MODEL';
-  const problem = modelProblem(modelId, config.model);
-  if (problem) throw ConfigError.invalid([`${variable}: ${problem}`]);
-  requireApiKey(modelId, variable, config.model);
-  const instructions = override?.instructions ?? definition.instructions;
-  const agent = new Agent({
-    id: definition.id,
-    name: definition.name,
-    description: definition.description,
-    instructions,
-    model: abortableModel(
-      resolveModel(modelId, config.model),
-      callSettings(definition.id, modelId, config, metrics),
-    ),
-    tools: Object.fromEntries(
-      (definition.tools ?? [])
-        .filter((t) => !requiresApproval(t))
-        .map((tool) => [tool.id, reportingTool(tool)]),
-    ),
-  });
-  // Mastra's own console logger would print provider errors with stacks beside our JSON logs;
-  // the run reports them (RUN_ERROR, the runs table, a warn line with the run's fields). As a
-  // primitive, the silent logger also reaches the LLM wrapper Mastra builds for every call.
-  agent.__registerPrimitives({ logger: noopLogger });
-  return {
-    definition,
-    agent,
-    modelId,
-    serverToolNames: new Set((definition.tools ?? []).map((tool) => tool.id)),
-    approvalTools: new Map(
-      (definition.tools ?? []).filter(requiresApproval).map((tool) => [tool.id, tool] as const),
-    ),
-    contextTokens: override?.contextTokens ?? definition.contextTokens ?? config.model.contextTokens,
-    instructions,
-    ownMemory: false,
-    titlesThreads: false,
-  };
-}
-
-/** The provider-call settings of an agent's model (retries, timeouts, metrics: model-calls.ts). */
-function callSettings(agentId: string, modelId: string, config: AppConfig, metrics: Metrics | undefined) {
-  return {
-    agentId,
-    modelId,
-    retries: config.model.retries,
-    backoffMs: config.model.backoffMs,
-    firstTokenTimeoutMs: config.model.firstTokenTimeoutMs,
-    idleTimeoutMs: config.model.idleTimeoutMs,
-    metrics,
-  };
-}
-
-/** What a model config is called in logs, metrics and `GET /agents`. */
-function modelIdOf(model: ModelConfig): string {
-  if (typeof model === 'string') return model;
-  if (typeof model === 'function') return 'dynamic';
-  const { provider, modelId } = model as { provider?: string; modelId?: string };
-  if (modelId) return provider ? `${provider.split('.')[0]}/${modelId}` : modelId;
-  return 'unknown';
-}
-
-/**
- * An agent of the team's Mastra project, served as they wrote it: its instructions, tools, memory
- * and processors are the agent's own. io-bridge works on a fork (Mastra's own lightweight copy; the
- * team's instance is left as it is) whose model makes io-bridge's provider calls (abort, retries that
- * honour Retry-After, first-token and idle timeouts, usage) around the agent's model, whatever its
- * form, and whose tools report their results as soon as they return. Tools marked `requireApproval`
- * are asked for as the built-in agents' are (docs/clients.md#approvals-interrupts-both-protocols).
- */
-function projectAgent(
-  { agent, tools, instructions: instructionsOf, memory }: MastraProject['agents'][number],
-  config: AppConfig,
-  metrics: Metrics | undefined,
-  titled: TitleListener,
-): RegisteredAgent {
-  const fork = agent.__fork();
-  const titlesThreads = Boolean(memory?.getMergedThreadConfig?.().generateTitle);
-  if (memory && titlesThreads) fork.__setMemory(reportingTitles(memory, titled));
-  const models = Array.isArray(agent.model) ? agent.model : [{ model: agent.model }];
-  const modelId = models.map((m) => modelIdOf(m.model)).join(', ');
-  // A model-router id of the project is Mastra's own: OPENAI_BASE_URL is the built-in agents'.
-  const router = { ...config.model, openaiBaseUrl: undefined };
-  for (const { model } of models) {
-    if (typeof model !== 'string') continue;
-    const problem = modelProblem(model, router);
-    if (problem) throw ConfigError.invalid([`MASTRA_ENTRY: agent '${agent.id}': ${problem}`]);
-    requireApiKey(model, `MASTRA_ENTRY: agent '${agent.id}'`, router);
-  }
-  const wrap = (model: ModelConfig) =>
-    abortableModel(model, callSettings(agent.id, modelIdOf(model), config, metrics));
-  fork.__updateModel({
-    model: Array.isArray(agent.model)
-      ? agent.model.map((entry) => ({ ...entry, model: wrap(entry.model) }))
-      : wrap(agent.model),
-  });
-  // Named as the agent registers them (the model calls a tool by its key, not its id).
-  const listed = Object.entries(tools ?? {}).map(([name, tool]) => named(tool, name));
-  const approvalTools = new Map(listed.filter(requiresApproval).map((tool) => [tool.id, tool] as const));
-  const reporting = new WeakMap<AnyTool, AnyTool>();
-  fork.__setTools(async ({ requestContext }: { requestContext: RequestContext }) =>
-    Object.fromEntries(
-      Object.entries(await agent.listTools({ requestContext }))
-        .filter(([name, tool]) => !requiresApproval(tool) && !approvalTools.has(name))
-        .map(([name, tool]) => {
-          if (typeof tool.execute !== 'function') return [name, tool];
-          let wrapped = reporting.get(tool);
-          if (!wrapped) reporting.set(tool, (wrapped = reportingTool(tool, name)));
-          return [name, wrapped];
-        }),
-    ),
-  );
-  const instructions = typeof instructionsOf === 'string' ? instructionsOf : '';
-  return {
-    definition: {
-      id: agent.id,
-      name: agent.name,
-      ...(agent.getDescription() ? { description: agent.getDescription() } : {}),
-      instructions,
-      tools: listed,
-    },
-    agent: fork as unknown as Agent,
-    modelId,
-    serverToolNames: new Set(listed.map((tool) => tool.id)),
-    approvalTools,
-    contextTokens: config.model.contextTokens,
-    instructions,
-    ownMemory: agent.hasOwnMemory(),
-    titlesThreads,
-  };
-}
-
-/**
- * `memory`, telling `titled` of each title it gives a thread (Mastra saves a generated title with
- * `createThread`), so that io-bridge's thread shows the same title.
- */
-function reportingTitles(memory: ProjectMemory, titled: TitleListener): ProjectMemory {
-  return new Proxy(memory, {
-    get(target, property) {
-      const value = Reflect.get(target, property, target) as unknown;
-      if (typeof value !== 'function') return value;
-      if (property !== 'createThread') return (value as (...a: unknown[]) => unknown).bind(target);
-      return async (args: Parameters<ProjectMemory['createThread']>[0]) => {
-        const created = await target.createThread(args);
-        if (args.title && args.threadId) titled(args.threadId, args.resourceId, args.title);
-        return created;
-      };
-    },
-  });
-}
-
-/** `tool` under `name` (a shallow copy: the team's tool object is left as it is). */
-function named(tool: AnyTool, name: string): AnyTool {
-  return tool.id === name
-    ? tool
-    : Object.assign(Object.create(Object.getPrototypeOf(tool) as object) as AnyTool, tool, { id: name });
-}
+export type { RegisteredAgent, TitleListener } from './agent-builders';
+export { requiresApproval } from './agent-tools';
 
 /** The Nest token of the team's Mastra project (`MASTRA_ENTRY`), or null for the built-in agents. */
 export const MASTRA_PROJECT = Symbol('MASTRA_PROJECT');
 
+/** The agents served now, with the agents file and the MCP servers they were built from. */
+type Registry = {
+  agents: Map<string, RegisteredAgent>;
+  /** A project agent's id by the key its Mastra instance registered it under, where the two differ. */
+  aliases: Map<string, string>;
+  file: AgentsConfig;
+  servers: Map<string, McpServer>;
+};
+
 /**
- * The registry of Mastra agents, built once at start-up so a run does no per-agent set-up work: the
- * agents of the team's Mastra project when `MASTRA_ENTRY` names one, else the built-in agents.
+ * The registry of Mastra agents, built at start-up so a run does no per-agent set-up work: the
+ * agents of the team's Mastra project when `MASTRA_ENTRY` names one, else the built-in agents; and
+ * the agents of the agents file (`AGENTS_CONFIG`), with their MCP servers. A changed file is read
+ * again: new runs get the new agents, a running run keeps the agent it started with, and a file
+ * that doesn't validate is refused with a log line, the agents staying as they were
+ * (docs/agents.md#agents-in-configuration).
  */
 @Injectable()
-export class AgentsService implements OnApplicationShutdown {
+export class AgentsService implements OnModuleInit, OnApplicationShutdown {
   private readonly log = new Logger(AgentsService.name);
-  private readonly agents = new Map<string, RegisteredAgent>();
   private readonly titleListeners: TitleListener[] = [];
-  /** A project agent's id by the key its Mastra instance registered it under, where the two differ. */
-  private readonly aliases = new Map<string, string>();
+  private registry: Registry;
+  private reloading = Promise.resolve();
   readonly defaultAgentId: string;
 
   constructor(
-    @Inject(APP_CONFIG) config: AppConfig,
-    @Optional() metrics?: Metrics,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Optional() private readonly metrics?: Metrics,
     @Optional() @Inject(MASTRA_PROJECT) private readonly project?: MastraProject | null,
   ) {
-    if (project) {
-      for (const loaded of project.agents) {
-        this.add(
-          projectAgent(loaded, config, metrics, (...title) =>
-            this.titleListeners.forEach((l) => l(...title)),
-          ),
-        );
-        if (loaded.key !== loaded.agent.id) this.aliases.set(loaded.key, loaded.agent.id);
-      }
-    } else {
-      const overrides = loadOverrides(
-        agentDefinitions.map((d) => d.id),
-        config.agentsConfigPath,
-        config.agentEnv,
-      );
-      for (const definition of agentDefinitions) {
-        if (this.agents.has(definition.id)) throw new Error(`Duplicate agent id '${definition.id}'`);
-        this.add(builtInAgent(definition, overrides.get(definition.id), config, metrics));
-      }
-    }
+    this.registry = this.build(this.read(), new Map());
     const fallback = project ? project.agents[0].agent.id : 'assistant';
     this.defaultAgentId = config.defaultAgentId ?? fallback;
-    if (!this.agents.has(this.defaultAgentId)) {
+    if (!this.registry.agents.has(this.defaultAgentId)) {
       throw ConfigError.invalid([
-        `DEFAULT_AGENT_ID: '${this.defaultAgentId}' is not a known agent (known: ${[...this.agents.keys()].join(', ')})`,
+        `DEFAULT_AGENT_ID: '${this.defaultAgentId}' is not a known agent (known: ${[...this.registry.agents.keys()].join(', ')})`,
       ]);
     }
     this.log.log(
-      `agents${project ? ` of ${project.entry} (@mastra/core ${project.mastraVersion ?? 'unknown'})` : ''}: ${[...this.agents.values()].map((a) => `${a.definition.id} (${a.modelId})`).join(', ')}`,
+      `agents${project ? ` of ${project.entry} (@mastra/core ${project.mastraVersion ?? 'unknown'})` : ''}: ${this.list()
+        .map((a) => `${a.definition.id} (${a.modelId})`)
+        .join(', ')}`,
     );
+  }
+
+  /** The MCP servers connect (each waited for MCP_CONNECT_WAIT_MS at most); the file is watched. */
+  async onModuleInit(): Promise<void> {
+    await this.startServers([...this.registry.servers.values()]);
+    const path = this.config.agentsConfigPath;
+    if (path && this.config.agentsConfigPollMs > 0) {
+      watchFile(path, { interval: this.config.agentsConfigPollMs, persistent: false }, () => {
+        this.reloading = this.reloading.then(() => this.reload());
+      });
+    }
   }
 
   /** Tells `listener` of every title an agent's own Memory gives a thread. */
@@ -292,30 +81,127 @@ export class AgentsService implements OnApplicationShutdown {
     this.titleListeners.push(listener);
   }
 
-  /** The team's Mastra instance is shut down with the service, before its database is (the embedded one). */
+  /**
+   * The MCP servers are closed and the team's Mastra instance is shut down with the service, before
+   * its database is (the embedded one).
+   */
   async onApplicationShutdown(): Promise<void> {
+    if (this.config.agentsConfigPath) unwatchFile(this.config.agentsConfigPath);
+    await this.reloading;
+    await Promise.all([...this.registry.servers.values()].map((server) => server.close()));
     await this.project?.shutdown?.().catch((err: unknown) => {
       this.log.warn(`MASTRA_ENTRY: the Mastra instance's shutdown failed: ${String(err)}`);
     });
   }
 
-  private add(agent: RegisteredAgent): void {
-    this.agents.set(agent.definition.id, agent);
+  /**
+   * Reads the agents file again; a file that changed and validates replaces the agents (its MCP
+   * servers that did not change are kept as they are, connected), else the agents stay.
+   */
+  async reload(): Promise<void> {
+    const before = this.registry;
+    let next: Registry;
+    try {
+      const file = this.read();
+      if (file.digest === before.file.digest) return;
+      next = this.build(file, before.servers);
+      if (!next.agents.has(this.defaultAgentId)) {
+        throw ConfigError.invalid([`DEFAULT_AGENT_ID: '${this.defaultAgentId}' is no longer an agent`]);
+      }
+    } catch (err) {
+      this.log.error(
+        `AGENTS_CONFIG: the change is refused, the agents stay as they were: ${(err as Error).message}`,
+      );
+      return;
+    }
+    await this.startServers(
+      [...next.servers.values()].filter(
+        (server) => !before.servers.has(server.name) || before.servers.get(server.name) !== server,
+      ),
+    );
+    this.registry = next;
+    for (const [name, server] of before.servers) {
+      if (next.servers.get(name) !== server) server.retire();
+    }
+    this.log.log(`AGENTS_CONFIG: reloaded; agents: ${[...next.agents.keys()].join(', ')}`);
+  }
+
+  private read(): AgentsConfig {
+    const builtIn = this.project ? [] : agentDefinitions.map((d) => d.id);
+    return loadAgentsConfig(
+      { agents: builtIn, tools: builtInServerTools.map((tool) => tool.id) },
+      this.config.agentsConfigPath,
+      this.config.agentEnv,
+    );
+  }
+
+  /** The agents of `file` (and of the project), reusing the servers of `kept` whose entry is the same. */
+  private build(file: AgentsConfig, kept: ReadonlyMap<string, McpServer>): Registry {
+    const servers = new Map<string, McpServer>();
+    for (const [name, entry] of file.mcpServers) {
+      const old = kept.get(name);
+      servers.set(name, old && sameEntry(old.entry, entry) ? old : this.server(name, entry));
+    }
+    const agents = new Map<string, RegisteredAgent>();
+    const aliases = new Map<string, string>();
+    const defined = new Map(agentDefinitions.map((d) => [d.id, d] as const));
+    if (this.project) {
+      for (const loaded of this.project.agents) {
+        const agent = projectAgent(loaded, this.config, this.metrics, (...title) =>
+          this.titleListeners.forEach((listener) => listener(...title)),
+        );
+        agents.set(agent.definition.id, agent);
+        if (loaded.key !== loaded.agent.id) aliases.set(loaded.key, loaded.agent.id);
+      }
+    } else {
+      for (const definition of agentDefinitions) {
+        if (!file.agents.has(definition.id)) {
+          agents.set(definition.id, definedAgent(definition, undefined, [], this.config, this.metrics));
+        }
+      }
+    }
+    for (const [id, entry] of file.agents) {
+      if (agents.has(id)) {
+        throw ConfigError.invalid([
+          `AGENTS_CONFIG ${this.config.agentsConfigPath}: agent '${id}' is an agent of MASTRA_ENTRY: change it in the project`,
+        ]);
+      }
+      const own = (entry.mcpServers ?? []).map((name) => servers.get(name)!);
+      agents.set(
+        id,
+        definedAgent(definitionOf(id, entry, defined.get(id)), entry, own, this.config, this.metrics),
+      );
+    }
+    return { agents, aliases, file, servers };
+  }
+
+  private server(name: string, entry: McpServerEntry): McpServer {
+    return new McpServer(name, entry, {
+      toolTimeoutMs: this.config.tools.timeoutMs,
+      log: this.log,
+      metrics: this.metrics,
+    });
+  }
+
+  private async startServers(servers: McpServer[]): Promise<void> {
+    await Promise.all(servers.map((server) => server.start(this.config.mcpConnectWaitMs)));
   }
 
   get(agentId: string = this.defaultAgentId): RegisteredAgent {
-    const found = this.agents.get(agentId) ?? this.agents.get(this.aliases.get(agentId) ?? '');
+    const { agents, aliases } = this.registry;
+    const found = agents.get(agentId) ?? agents.get(aliases.get(agentId) ?? '');
     if (!found) throw new DomainError('NOT_FOUND', `Agent '${agentId}' not found`);
     return found;
   }
 
   list(): RegisteredAgent[] {
-    return [...this.agents.values()];
+    return [...this.registry.agents.values()];
   }
 
   /** The Agent shape of docs/protocol.md#routes. */
   view(agentId: string): AgentView {
-    const { definition, modelId } = this.get(agentId);
+    const { definition, modelId, mcpServers } = this.get(agentId);
+    const servers = mcpServers();
     return {
       id: definition.id,
       name: definition.name,
@@ -326,7 +212,13 @@ export class AgentsService implements OnApplicationShutdown {
         description: tool.description ?? '',
         ...(requiresApproval(tool) ? { requiresApproval: true } : {}),
       })),
+      ...(servers.length ? { mcpServers: servers } : {}),
       capabilities: { frontendTools: true, structuredOutput: true, memory: true },
     };
   }
+}
+
+/** Two entries of a server that connect alike (the file's text may differ elsewhere). */
+function sameEntry(a: McpServerEntry, b: McpServerEntry): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }

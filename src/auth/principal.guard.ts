@@ -14,6 +14,7 @@ import {
   Principal,
   RESOURCE_RULE,
   RequestWithPrincipal,
+  withBearerToken,
 } from './principal';
 import { IS_PUBLIC } from './public.decorator';
 
@@ -223,7 +224,7 @@ export class PrincipalGuard implements CanActivate {
       throw new DomainError('UNAUTHENTICATED', 'Authentication required');
     }
     try {
-      return await this.jwt.authenticate(token);
+      return withBearerToken(await this.jwt.authenticate(token), token);
     } catch (err) {
       if (!(err instanceof TokenRejected)) throw err;
       this.log.warn(`Bearer token rejected (${this.peer(req)} ${req.method}): ${err.message}`);

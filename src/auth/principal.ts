@@ -14,6 +14,23 @@ export type Principal = {
   claims?: Record<string, unknown>;
 };
 
+/**
+ * The bearer token a principal was authenticated with (AUTH_MODE=jwt), kept beside it rather than
+ * in it: a principal is logged and stored with its run, its token never is. Only `forwardAuth`
+ * reads it (docs/agents.md#mcp-servers).
+ */
+const bearerTokens = new WeakMap<Principal, string>();
+
+/** `principal`, remembered as authenticated by `token`. */
+export function withBearerToken(principal: Principal, token: string): Principal {
+  bearerTokens.set(principal, token);
+  return principal;
+}
+
+export function bearerTokenOf(principal: Principal): string | undefined {
+  return bearerTokens.get(principal);
+}
+
 /** Whose rows a repository method may reach: one owner's (a resourceId), or any owner's. */
 export const ANY_OWNER: unique symbol = Symbol('any owner');
 export type OwnerScope = string | typeof ANY_OWNER;

@@ -266,6 +266,16 @@ export const VARIABLES = {
     at: 'frontendToolTimeoutMs',
     doc: 'how long a run waits for a frontend tool result (`RUN_ERROR TOOL_RESULT_TIMEOUT` after)',
   },
+  TOOL_TIMEOUT_MS: {
+    schema: int(0, 86_400_000).default(60_000),
+    at: 'tools.timeoutMs',
+    doc: "how long a server tool call (an agent's own tool or an MCP server's) may take: past it the call ends in `TOOL_CALL_RESULT` with an error the model reads, and the run goes on (`0`: no limit)",
+  },
+  MAX_TOOL_RESULT_BYTES: {
+    schema: int(0, 64 * 1024 * 1024).default(131_072),
+    at: 'tools.maxResultBytes',
+    doc: 'a server tool result longer than this (as JSON, in bytes) reaches the model and the client cut to its first bytes, followed by a line that says so (`0`: never cut)',
+  },
   RUN_PARK_AFTER_MS: {
     schema: int(0, 86_400_000).default(0),
     at: 'runParkAfterMs',
@@ -375,7 +385,17 @@ export const VARIABLES = {
   AGENTS_CONFIG: {
     schema: z.string().min(1).optional(),
     at: 'agentsConfigPath',
-    doc: "a JSON file overriding agents' `model` and `instructions` (see [Agents](agents.md#built-in-agents))",
+    doc: 'a JSON or YAML file of agents and their MCP servers: whole agents, or changes to the built-in ones; read again when it changes (see [Agents](agents.md#agents-in-configuration))',
+  },
+  AGENTS_CONFIG_POLL_MS: {
+    schema: int(0, 3_600_000).default(2_000),
+    at: 'agentsConfigPollMs',
+    doc: "how often `AGENTS_CONFIG` is checked for a change (a ConfigMap update): new runs get the new agents, running runs finish on theirs; a change that doesn't validate is refused with a log line (`0`: read at start-up only)",
+  },
+  MCP_CONNECT_WAIT_MS: {
+    schema: int(0, 600_000).default(10_000),
+    at: 'mcpConnectWaitMs',
+    doc: 'how long start-up (or a reload) waits for the MCP servers of `AGENTS_CONFIG` to connect; one not there by then is shown `unavailable` in `GET /agents` and reconnects with backoff, and the service starts all the same',
   },
   SHUTDOWN_GRACE_MS: {
     schema: int(0, 3_600_000).default(20_000),

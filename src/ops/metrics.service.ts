@@ -120,6 +120,28 @@ export class Metrics implements OnModuleInit {
     registers: [this.registry],
   });
 
+  readonly mcpToolCalls = new Counter({
+    name: 'io_bridge_mcp_tool_calls_total',
+    help: "Calls of MCP servers' tools, by server, tool and outcome (ok, error)",
+    labelNames: ['server', 'tool', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly mcpToolDuration = new Histogram({
+    name: 'io_bridge_mcp_tool_duration_seconds',
+    help: 'How long an MCP tool call took, by server and tool',
+    labelNames: ['server', 'tool'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+
+  readonly mcpServerUp = new Gauge({
+    name: 'io_bridge_mcp_server_up',
+    help: 'Whether an MCP server of AGENTS_CONFIG is connected (1) or not (0)',
+    labelNames: ['server'] as const,
+    registers: [this.registry],
+  });
+
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   onModuleInit(): void {

@@ -28,7 +28,7 @@ import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { agentDefinitions } from '../../src/agents';
-import { loadOverrides } from '../../src/agents/agent-overrides';
+import { loadAgentsConfig } from '../../src/agents/agents-config';
 import { loadConfig } from '../../src/config/config';
 
 const ROOT = join(__dirname, '..', '..');
@@ -964,7 +964,7 @@ describe('container image and Kubernetes manifests', () => {
         const file = join(dir, 'agents.json');
         writeFileSync(file, agents);
         const ids = agentDefinitions.map((a) => a.id);
-        const overrides = loadOverrides(ids, file, {});
+        const overrides = loadAgentsConfig({ agents: ids, tools: [] }, file, {}).agents;
         expect(overrides.get('assistant')?.model).toBe(settings(baseObjects()).MODEL);
       } finally {
         rmSync(dir, { recursive: true, force: true });

@@ -25,6 +25,24 @@ export class AgentCapabilitiesView {
   memory: boolean;
 }
 
+export class McpServerStatusView {
+  @ApiProperty({ example: 'files' })
+  name: string;
+
+  @ApiProperty({ enum: ['stdio', 'http'] })
+  transport: 'stdio' | 'http';
+
+  @ApiProperty({
+    enum: ['connecting', 'connected', 'unavailable'],
+    description:
+      'Its tools are offered only while it is `connected`; an unavailable server reconnects with backoff',
+  })
+  status: 'connecting' | 'connected' | 'unavailable';
+
+  @ApiPropertyOptional({ description: 'Why it is unavailable: its last connection error' })
+  error?: string;
+}
+
 /** An agent as docs/protocol.md#routes shows it. */
 export class AgentView {
   @ApiProperty({ example: 'assistant' })
@@ -44,6 +62,13 @@ export class AgentView {
 
   @ApiProperty({ type: [AgentToolView], description: 'Its server tools' })
   tools: AgentToolView[];
+
+  @ApiPropertyOptional({
+    type: [McpServerStatusView],
+    description:
+      'The MCP servers whose tools it uses (an agent of AGENTS_CONFIG), and whether each is connected',
+  })
+  mcpServers?: McpServerStatusView[];
 
   @ApiProperty({ type: AgentCapabilitiesView })
   capabilities: AgentCapabilitiesView;

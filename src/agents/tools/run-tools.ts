@@ -10,6 +10,99 @@ export type ToolResult = { content?: unknown; error?: string };
 /** The key under which a run's tool context travels in Mastra's request context. */
 export const RUN_CONTEXT_KEY = 'io-bridge.run';
 
+/** The key under which a run's caller travels in Mastra's request context, for `forwardAuth`. */
+export const RUN_CALLER_KEY = 'io-bridge.caller';
+
+/** How an MCP server is told who calls (docs/agents.md#mcp-servers): the bearer token, or a header of the principal. */
+export type ForwardAuth = 'bearer' | { header: string; value: string };
+
+/**
+ * Who a run is for, as its tools may tell a system they call (`forwardAuth`). The bearer token is
+ * a private field: it is in no enumerable property, so no log, span or serialized context has it.
+ */
+export class RunCaller {
+  readonly #token?: string;
+
+  constructor(
+    readonly resourceId: string,
+    readonly claims: Readonly<Record<string, unknown>>,
+    token?: string,
+  ) {
+    this.#token = token;
+  }
+
+  /**
+   * The header that tells a server who calls: `Authorization: Bearer <the caller's token>`, or the
+   * configured header with `{resourceId}` and `{claims.<name>}` filled in; none when the run has no
+   * token (AUTH_MODE is not jwt, or a run continued on another replica) or lacks a claim it names.
+   */
+  identityFor(forward: ForwardAuth): { header: string; value: string } | undefined {
+    if (forward === 'bearer') {
+      return this.#token ? { header: 'authorization', value: `Bearer ${this.#token}` } : undefined;
+    }
+    let missing = false;
+    const value = forward.value.replace(
+      /\{(resourceId|claims\.([^}]+))\}/g,
+      (_all, field: string, claim?: string) => {
+        const filled = claim === undefined ? this.resourceId : this.claims[claim];
+        if (typeof filled === 'string' || typeof filled === 'number') return String(filled);
+        missing = true;
+        return '';
+      },
+    );
+    return missing || /[\r\n]/.test(value) ? undefined : { header: forward.header, value };
+  }
+
+  toJSON(): { resourceId: string } {
+    return { resourceId: this.resourceId };
+  }
+}
+
+/** A server tool call's bounds (0: none): TOOL_TIMEOUT_MS, MAX_TOOL_RESULT_BYTES. */
+export type ToolLimits = { timeoutMs: number; maxResultBytes: number };
+
+/**
+ * `execute` within `limits`: past the timeout its signal aborts and the call fails with an error the
+ * model reads; a result larger than the limit once serialized is cut, and the cut is said in it.
+ */
+export async function boundedCall(
+  name: string,
+  limits: ToolLimits,
+  outer: AbortSignal | undefined,
+  execute: (signal: AbortSignal | undefined) => Promise<unknown>,
+): Promise<unknown> {
+  if (!limits.timeoutMs) return cutResult(await execute(outer), limits.maxResultBytes);
+  const timeout = new AbortController();
+  const signal = outer ? AbortSignal.any([outer, timeout.signal]) : timeout.signal;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`Tool ${name} did not answer within ${limits.timeoutMs} ms (TOOL_TIMEOUT_MS)`);
+      timeout.abort(error);
+      reject(error);
+    }, limits.timeoutMs);
+  });
+  try {
+    return cutResult(await Promise.race([execute(signal), expired]), limits.maxResultBytes);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `result` as it is, or, when its JSON passes `maxBytes`, its first `maxBytes` as text and what was cut. */
+export function cutResult(result: unknown, maxBytes: number): unknown {
+  if (!maxBytes) return result;
+  const text = typeof result === 'string' ? result : JSON.stringify(result);
+  if (text === undefined || text.length <= maxBytes / 3) return result;
+  const bytes = Buffer.from(text);
+  if (bytes.length <= maxBytes) return result;
+  const kept = bytes
+    .subarray(0, maxBytes)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
+  return `${kept}\n[cut: the result was ${bytes.length} bytes; its first ${maxBytes} are above (MAX_TOOL_RESULT_BYTES)]`;
+}
+
 /** What a tool's `execute` can do with its run: report its result the moment it exists, wait for a frontend. */
 export interface RunToolContext {
   /** Aborted when the run stops (client gone, cancel, timeout, shutdown). */
@@ -72,6 +165,7 @@ async function traced<T>(
  */
 export function reportingTool(
   tool: Tool<any, any, any, any, any, any, any>,
+  limits: ToolLimits,
   /** The name the model calls it by (an agent's key for it), if not its id. */
   id = tool.id,
 ): Tool<any, any, any, any, any, any, any> {
@@ -84,7 +178,9 @@ export function reportingTool(
     execute: async (input: unknown, ctx: any) => {
       const { run, toolCallId } = runOf(ctx);
       try {
-        const output = await traced(id, 'server', toolCallId, async () => execute(input, ctx));
+        const output = await traced(id, 'server', toolCallId, () =>
+          boundedCall(id, limits, ctx?.abortSignal, (abortSignal) => execute(input, { ...ctx, abortSignal })),
+        );
         if (run && toolCallId) run.reportResult(toolCallId, output);
         return output;
       } catch (err) {

@@ -44,3 +44,6 @@ export const publishNoteTool = createTool({
   requireApproval: true,
   execute: ({ text }) => Promise.resolve({ published: true, noteId: randomUUID(), text }),
 });
+
+/** The server tools an agent of the agents file may name (`tools`), by id. */
+export const builtInServerTools = [currentTimeTool, calculatorTool, publishNoteTool];

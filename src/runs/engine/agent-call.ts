@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { MASTRA_RESOURCE_ID_KEY, MASTRA_THREAD_ID_KEY } from '@mastra/core/request-context';
 import { Span } from '@opentelemetry/api';
-import { RUN_CONTEXT_KEY, RunToolContext } from '../../agents/tools/run-tools';
+import { RUN_CALLER_KEY, RUN_CONTEXT_KEY, RunCaller, RunToolContext } from '../../agents/tools/run-tools';
+import { bearerTokenOf } from '../../auth/principal';
 import { linearTimeSchema } from '../../common/json-schema';
 import { aguiToModelMessages } from '../../threads/agui-to-model';
 import { StoredMessage } from '../../threads/message-format';
@@ -55,10 +56,17 @@ export function agentCallOf(
         [MASTRA_RESOURCE_ID_KEY]: run.principal.resourceId,
         ...(run.agent.ownMemory ? { [MASTRA_THREAD_ID_KEY]: run.threadId } : {}),
         [RUN_CONTEXT_KEY]: tools,
+        [RUN_CALLER_KEY]: callerOf(run),
       },
       signal,
     },
   };
+}
+
+/** Who the run is for, as its tools may tell the systems they call (`forwardAuth`). */
+export function callerOf(run: PreparedRun): RunCaller {
+  const { principal } = run;
+  return new RunCaller(principal.resourceId, principal.claims ?? {}, bearerTokenOf(principal));
 }
 
 /**

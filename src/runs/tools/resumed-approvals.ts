@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { RequestContext } from '@mastra/core/request-context';
+import { RUN_CALLER_KEY } from '../../agents/tools/run-tools';
 import { safeErrorMessage } from '../../common/errors';
+import { callerOf } from '../engine/agent-call';
 import type { StoredMessage } from '../../threads/message-format';
 import type { MastraChunk } from '../engine/mastra-to-agui';
 import type { PreparedRun } from '../engine/run-preparer';
@@ -57,7 +60,9 @@ async function resultOf(run: PreparedRun, answer: AnsweredInterrupt, signal: Abo
     };
   }
   try {
-    return await tool.execute(answer.args, { abortSignal: signal });
+    // The run's caller, for a tool that tells its system who calls (forwardAuth).
+    const requestContext = new RequestContext([[RUN_CALLER_KEY, callerOf(run)]]);
+    return await tool.execute(answer.args, { abortSignal: signal, requestContext });
   } catch (err) {
     return { error: safeErrorMessage(err, 'Tool failed') };
   }
