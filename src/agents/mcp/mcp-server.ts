@@ -187,7 +187,12 @@ export class McpServer {
             fetch: (url: string | URL, init?: RequestInit, context?: RequestContext | null) => {
               const caller: unknown = context?.get(RUN_CALLER_KEY);
               const headers = new Headers(init?.headers);
-              const identity = caller instanceof RunCaller ? caller.identityFor(forward) : undefined;
+              // A tool call only: a reconnection the call set off (its handshake, a session's
+              // stream) is the server's, not this caller's.
+              const identity =
+                caller instanceof RunCaller && isToolCall(init?.body)
+                  ? caller.identityFor(forward)
+                  : undefined;
               if (identity) headers.set(identity.header, identity.value);
               return fetch(url, { ...init, headers });
             },
@@ -266,6 +271,17 @@ export class McpServer {
       this.setState('unavailable');
       void this.connect();
     });
+  }
+}
+
+/** Whether a request's body is a JSON-RPC `tools/call`. */
+function isToolCall(body: unknown): boolean {
+  if (typeof body !== 'string') return false;
+  try {
+    const message = JSON.parse(body) as { method?: unknown } | Array<{ method?: unknown }>;
+    return [message].flat().some((m) => m?.method === 'tools/call');
+  } catch {
+    return false;
   }
 }
 
