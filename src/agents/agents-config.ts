@@ -100,7 +100,8 @@ export const envKey = (agentId: string, field: 'MODEL' | 'INSTRUCTIONS') =>
  * - `{ <id>: {model, instructions, contextTokens} }`: changes to agents that exist (the first shape's
  *   `agents` alone).
  * A bad file is refused with one line per problem, each naming the file, the agent or server, and
- * the field; `${VAR}` in a header, an `env` value or a URL is the environment's VAR (it must be set).
+ * the field. `${VAR}` in a server's URL, headers, command, arguments, `cwd` or `env` is the
+ * environment's VAR (it must be set): secrets stay in the environment, not in the file.
  */
 export function loadAgentsConfig(
   known: KnownNames,
@@ -209,7 +210,7 @@ function serverEntry(
   return { ...parsed.data, transport } as McpServerEntry;
 }
 
-/** `${VAR}` in a URL, a header or an `env` value, replaced by the environment's VAR. */
+/** `${VAR}` in a server's URL, header, command, argument, `cwd` or `env` value: the environment's VAR. */
 function expanded(
   fields: Record<string, unknown>,
   at: string,
@@ -229,12 +230,15 @@ function expanded(
     typeof record === 'object' && record !== null && !Array.isArray(record)
       ? Object.fromEntries(Object.entries(record).map(([k, v]) => [k, fill(v, `${field}.${k}`)]))
       : record;
-  return {
-    ...fields,
-    ...('url' in fields ? { url: fill(fields.url, 'url') } : {}),
-    ...('headers' in fields ? { headers: fillAll(fields.headers, 'headers') } : {}),
-    ...('env' in fields ? { env: fillAll(fields.env, 'env') } : {}),
-  };
+  const filled = { ...fields };
+  for (const field of ['url', 'command', 'cwd'] as const) {
+    if (field in fields) filled[field] = fill(fields[field], field);
+  }
+  if (Array.isArray(fields.args)) filled.args = fields.args.map((arg, i) => fill(arg, `args.${i}`));
+  for (const field of ['headers', 'env'] as const) {
+    if (field in fields) filled[field] = fillAll(fields[field], field);
+  }
+  return filled;
 }
 
 /** `AGENT_<ID>_MODEL` / `_INSTRUCTIONS` over the file's entries; a variable naming no agent is refused. */

@@ -237,6 +237,34 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
     for (const token of tokens.values()) expect(output).not.toContain(token);
   }, 60_000);
 
+  it('aliases a tool name a provider refuses, and a tool error reaches the model while the server stays connected', async () => {
+    const view = await agentView('desk');
+    const alias = (view.tools as Array<{ name: string }>).find((t) =>
+      t.name.startsWith('desk_reports_latest_'),
+    );
+    expect(alias?.name).toMatch(/^desk_reports_latest_[0-9a-f]{6}$/);
+    const input = runInput(`/tool ${alias!.name} {}\n/tool desk_fail {}`, {
+      forwardedProps: { agentId: 'desk' },
+    });
+    const frames = await post('gina', input);
+    assertStreamRules(frames, input);
+    const [report, failed] = toolResult(frames);
+    expect(report.content).toContain('the latest report');
+    expect(failed.content).toContain('the ledger is locked');
+    expect(lastType(frames)).toBe('RUN_FINISHED');
+    const now = await agentView('desk');
+    expect(now.mcpServers).toContainEqual({ name: 'desk', transport: 'http', status: 'connected' });
+    const metrics = await (await fetch(`${service.origin}/metrics`)).text();
+    expect(metrics).toMatch(
+      /io_bridge_mcp_tool_calls_total\{server="desk",tool="fail",outcome="error"\} 1\b/,
+    );
+    expect(metrics).toMatch(
+      /io_bridge_mcp_tool_calls_total\{server="desk",tool="reports.latest",outcome="ok"\} 1\b/,
+    );
+    expect(metrics).toMatch(/io_bridge_mcp_tool_duration_seconds_count\{server="desk",tool="fail"\} 1\b/);
+    expect(metrics).toMatch(/io_bridge_mcp_server_up\{server="desk"\} 1\b/);
+  });
+
   it('asks a person before an approval-gated MCP tool: approved it runs with the caller token, declined it never does', async () => {
     const ask = async (approved: boolean) => {
       const threadId = uid('thread');

@@ -16,7 +16,9 @@ import { z } from 'zod';
  * - `add` ({ a: number, b: number }): the sum, as text;
  * - `hang` ({}): never answers, until the server stops (or the client cancels the call);
  * - `big` ({ bytes: number }): a text of that many `x`;
- * - `echo` ({ text: string }): the text.
+ * - `echo` ({ text: string }): the text;
+ * - `reports.latest` ({}): a fixed text, under a name providers refuse (a dot);
+ * - `fail` ({}): an error result (`isError`), as a tool reports its own failure.
  *
  * Run on its own (`node test/support/mcp-test-server.ts` with `PORT` set; Node 24 strips the
  * types), it serves until killed, so an e2e test can spawn it and SIGKILL it. `MCP_REQUIRE_TOKEN`
@@ -140,6 +142,19 @@ export async function startMcpTestServer(options: McpTestServerOptions = {}): Pr
       'echo',
       { description: 'Returns the text.', inputSchema: z.object({ text: z.string() }) },
       ({ text: value }) => text(value),
+    );
+    server.registerTool(
+      'reports.latest',
+      {
+        description: 'The latest report (a name no provider takes as a function name).',
+        inputSchema: z.object({}),
+      },
+      () => text('the latest report'),
+    );
+    server.registerTool(
+      'fail',
+      { description: 'Fails, as a tool that reports an error does.', inputSchema: z.object({}) },
+      () => ({ ...text('the ledger is locked'), isError: true }),
     );
     return server;
   });

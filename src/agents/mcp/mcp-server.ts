@@ -6,7 +6,7 @@ import { createTool, type Tool } from '@mastra/core/tools';
 import { modelToolName } from '../../protocol/tool-names';
 import type { Metrics } from '../../ops/metrics.service';
 import { McpServerEntry, toolMatcher } from '../agents-config';
-import { RUN_CALLER_KEY, RunCaller } from '../tools/run-tools';
+import { MCP_SERVER_OF, RUN_CALLER_KEY, RunCaller } from '../tools/run-tools';
 
 type AnyTool = Tool<any, any, any, any, any, any, any>;
 
@@ -28,9 +28,6 @@ export type McpServerOptions = {
   backoffMs?: number;
   maxBackoffMs?: number;
 };
-
-/** The key of a tool's server on the tools an MCP server offers (its span and metrics name it). */
-export const MCP_SERVER_OF = Symbol('mcp server');
 
 const UNAVAILABLE = (name: string) => `MCP server '${name}' is unavailable`;
 

@@ -10,6 +10,9 @@ export type ToolResult = { content?: unknown; error?: string };
 /** The key under which a run's tool context travels in Mastra's request context. */
 export const RUN_CONTEXT_KEY = 'io-bridge.run';
 
+/** The name of a tool's MCP server, on the tools MCP servers offer (spans name it). */
+export const MCP_SERVER_OF = Symbol('mcp server');
+
 /** The key under which a run's caller travels in Mastra's request context, for `forwardAuth`. */
 export const RUN_CALLER_KEY = 'io-bridge.caller';
 
@@ -129,12 +132,14 @@ function toolSpan(
   name: string,
   kind: 'server' | 'frontend',
   toolCallId: string | undefined,
+  mcpServer?: string,
 ): Span | undefined {
   return startSpan(`execute_tool ${name}`, SpanKind.INTERNAL, {
     'gen_ai.operation.name': 'execute_tool',
     'gen_ai.tool.name': name,
     'gen_ai.tool.call.id': toolCallId,
     'io_bridge.tool.kind': kind,
+    ...(mcpServer ? { 'io_bridge.mcp.server': mcpServer } : {}),
   });
 }
 
@@ -144,8 +149,9 @@ async function traced<T>(
   kind: 'server' | 'frontend',
   toolCallId: string | undefined,
   work: () => Promise<T>,
+  mcpServer?: string,
 ): Promise<T> {
-  const span = tracingOn() ? toolSpan(name, kind, toolCallId) : undefined;
+  const span = tracingOn() ? toolSpan(name, kind, toolCallId, mcpServer) : undefined;
   if (!span) return work();
   try {
     const result = await withSpan(span, work);
@@ -170,6 +176,7 @@ export function reportingTool(
   id = tool.id,
 ): Tool<any, any, any, any, any, any, any> {
   const execute = tool.execute!;
+  const mcpServer = (tool as { [MCP_SERVER_OF]?: string })[MCP_SERVER_OF];
   return createTool({
     id,
     description: tool.description,
@@ -178,8 +185,15 @@ export function reportingTool(
     execute: async (input: unknown, ctx: any) => {
       const { run, toolCallId } = runOf(ctx);
       try {
-        const output = await traced(id, 'server', toolCallId, () =>
-          boundedCall(id, limits, ctx?.abortSignal, (abortSignal) => execute(input, { ...ctx, abortSignal })),
+        const output = await traced(
+          id,
+          'server',
+          toolCallId,
+          () =>
+            boundedCall(id, limits, ctx?.abortSignal, (abortSignal) =>
+              execute(input, { ...ctx, abortSignal }),
+            ),
+          mcpServer,
         );
         if (run && toolCallId) run.reportResult(toolCallId, output);
         return output;
