@@ -106,7 +106,10 @@ export const envKey = (agentId: string, field: 'MODEL' | 'INSTRUCTIONS') =>
 export function loadAgentsConfig(
   known: KnownNames,
   path: string | undefined,
+  /** `AGENT_<ID>_MODEL` / `_INSTRUCTIONS`. */
   env: Record<string, string | undefined>,
+  /** What `${VAR}` reads. */
+  variables: Record<string, string | undefined> = env,
 ): AgentsConfig {
   let text = '';
   let raw: unknown = {};
@@ -137,7 +140,7 @@ export function loadAgentsConfig(
       problems.push(`${at}: the name must be 1-32 letters, digits, '_' or '-'`);
       continue;
     }
-    const server = serverEntry(value, at, env, problems);
+    const server = serverEntry(value, at, variables, problems);
     if (server) mcpServers.set(name, server);
   }
   const agents = new Map<string, AgentEntry>();
@@ -200,9 +203,11 @@ function serverEntry(
     problems.push(`${at}: needs 'command' (stdio) or 'url' (Streamable HTTP)`);
     return undefined;
   }
-  const parsed = (transport === 'stdio' ? stdioSchema : httpSchema).safeParse(
-    expanded(fields, at, env, problems),
-  );
+  const unset = problems.length;
+  const filled = expanded(fields, at, env, problems);
+  // A variable that is not set was said: what it would have filled is not judged as well.
+  if (problems.length > unset) return undefined;
+  const parsed = (transport === 'stdio' ? stdioSchema : httpSchema).safeParse(filled);
   if (!parsed.success) {
     problems.push(...parsed.error.issues.map((i) => `${at}, field '${fieldOf(i.path)}': ${i.message}`));
     return undefined;

@@ -132,6 +132,7 @@ export class AgentsService implements OnModuleInit, OnApplicationShutdown {
       { agents: builtIn, tools: builtInServerTools.map((tool) => tool.id) },
       this.config.agentsConfigPath,
       this.config.agentEnv,
+      process.env,
     );
   }
 

@@ -430,3 +430,72 @@ describe('the agents file changed or bad', () => {
     }
   }, 60_000);
 });
+
+describe('examples/agents-config, as it is', () => {
+  it('serves the librarian: a folder through server-filesystem (npx), the CRM with the caller token', async () => {
+    const openai = await startOpenAiServer(() => ({ text: ['Fine.'] }));
+    const crm = await startMcpTestServer({ requireToken: (token) => token !== undefined });
+    const idp = await TestIdp.start();
+    const folder = mkdtempSync(join(tmpdir(), 'shared-'));
+    writeFileSync(join(folder, 'policy.md'), 'Refunds within 30 days.\n');
+    const service = await startBuiltService({
+      AGENTS_CONFIG: join(ROOT, 'examples/agents-config/agents.yaml'),
+      SHARED_FOLDER: folder,
+      CRM_MCP_URL: crm.url,
+      CRM_SERVICE_TOKEN: 'service-token',
+      AUTH_MODE: 'jwt',
+      OIDC_ISSUER: idp.issuer,
+      OIDC_AUDIENCE: idp.audience,
+      MODEL: 'openai/gpt-test',
+      OPENAI_BASE_URL: openai.url,
+      OPENAI_API_KEY: 'test-key',
+    });
+    try {
+      const authorization = `Bearer ${await idp.sign({ sub: 'hana' })}`;
+      const view = await (
+        await fetch(`${service.base}/agents/librarian`, { headers: { authorization } })
+      ).json();
+      const names = (view.tools as Array<{ name: string }>).map((t) => t.name);
+      expect(names).toEqual(
+        expect.arrayContaining([
+          'current_time',
+          'files_read_text_file',
+          'files_list_directory',
+          'crm_whoami',
+        ]),
+      );
+      // Only what the allow-list names: the filesystem server's writes are never offered.
+      expect(names).not.toContain('files_write_file');
+      openai.enqueue(
+        {
+          toolCalls: [
+            {
+              id: 'call_file',
+              name: 'files_read_text_file',
+              arguments: JSON.stringify({ path: join(folder, 'policy.md') }),
+            },
+            { id: 'call_crm', name: 'crm_whoami', arguments: '{}' },
+          ],
+        },
+        { text: ['Refunds within 30 days (policy.md).'] },
+      );
+      const input = runInput('What is the refund policy?', { forwardedProps: { agentId: 'librarian' } });
+      const res = await postRun(`${service.base}/run`, input, {
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization },
+      });
+      const frames = parseFrames(await res.text()).frames;
+      assertStreamRules(frames, input);
+      expect(toolResult(frames, 'call_file')[0].content).toContain('Refunds within 30 days.');
+      expect(toolResult(frames, 'call_crm')[0].content).toContain(authorization.slice('Bearer '.length));
+      expect(crm.toolCalls('whoami').map((c) => c.authorization)).toEqual([authorization]);
+      // The service's own credential connected and listed the tools; the call went as the caller.
+      const listed = crm.requests.filter((r) => r.methods.includes('tools/list'));
+      expect(listed.length).toBeGreaterThan(0);
+      for (const request of listed) expect(request.authorization).toBe('Bearer service-token');
+      expect(openai.requests[0].messages[0].content).toContain('You answer questions from the files');
+    } finally {
+      await service.stop();
+      await Promise.all([openai.close(), crm.close(), idp.close()]);
+    }
+  }, 60_000);
+});
