@@ -33,13 +33,17 @@ import { differenceAtMost, formatRatios, ratioAtLeast, ratioAtMost } from './rat
 import type { RatioRow } from './ratios';
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import fastify from 'fastify';
 import { DataSource } from 'typeorm';
+import { assistantAgent } from '../src/agents/assistant.agent';
 import { AgentsService } from '../src/agents/agents.service';
 import { createApp, logLevels } from '../src/app.factory';
 import { loadConfig } from '../src/config/config';
@@ -76,14 +80,18 @@ const JSON_HEADERS = { 'content-type': 'application/json', accept: 'text/event-s
  * A RunAgentInput of a chat turn (it names memory, so it is stored, as io.Assist's are); `owner`
  * (forwardedProps.resourceId) lets concurrent runs come from different users, as they do.
  */
-const runBody = (text: string, threadId = `bench-${randomUUID()}`, owner?: string) =>
+const runBody = (text: string, threadId = `bench-${randomUUID()}`, owner?: string, agentId?: string) =>
   JSON.stringify({
     threadId,
     runId: randomUUID(),
     messages: [{ id: randomUUID(), role: 'user', content: text }],
     tools: [],
     context: [],
-    forwardedProps: { memory: { thread: threadId }, ...(owner ? { resourceId: owner } : {}) },
+    forwardedProps: {
+      memory: { thread: threadId },
+      ...(owner ? { resourceId: owner } : {}),
+      ...(agentId ? { agentId } : {}),
+    },
   });
 
 /** Parses SSE frames (`id: n\ndata: json\n\n`, `: ping` comments) as they arrive, counting events and delta text. */
@@ -142,8 +150,8 @@ async function fetchRun(url: string, text: string): Promise<StreamSample> {
 type LatencySample = { started: number; firstDelta: number };
 
 /** One run on its own connection (no agent, so no pool limit), timing its first events from the send. */
-function timedRun(url: URL, text: string, owner?: string): Promise<LatencySample> {
-  const body = runBody(text, undefined, owner);
+function timedRun(url: URL, text: string, owner?: string, agentId?: string): Promise<LatencySample> {
+  const body = runBody(text, undefined, owner, agentId);
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     let started = NaN;
@@ -269,6 +277,58 @@ async function startAdmissionFloor(
 }
 
 // ---------------------------------------------------------------------------------------------------
+// An agent of the agents file against the same agent in code
+
+/** The agent id of the built-in assistant's twin in the agents file. */
+const CONFIG_TWIN = 'assistant-from-config';
+
+/** An agents file defining the built-in assistant again (same instructions, tools and model) as CONFIG_TWIN. */
+function configAgentFile(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'bench-agents-')), 'agents.json');
+  const agents = {
+    [CONFIG_TWIN]: {
+      name: 'Assistant (from AGENTS_CONFIG)',
+      instructions: assistantAgent.instructions,
+      tools: (assistantAgent.tools ?? []).map((tool) => tool.id),
+    },
+  };
+  writeFileSync(path, JSON.stringify({ agents }));
+  return path;
+}
+
+type ConfigAgentFigures = { code: Latency; config: Latency };
+
+/**
+ * Issue 36: first content of an agent of the agents file against the same agent in code, CONCURRENT_RUNS at
+ * once, the two taking turns round by round (which goes first alternating), all rounds' samples together.
+ */
+async function compareConfigAgent(runUrl: string): Promise<ConfigAgentFigures> {
+  const code: LatencySample[] = [];
+  const config: LatencySample[] = [];
+  for (let turn = 0; turn < 3; turn++) {
+    const order =
+      turn % 2 === 0 ? (['assistant', CONFIG_TWIN] as const) : ([CONFIG_TWIN, 'assistant'] as const);
+    for (const agentId of order) {
+      (agentId === 'assistant' ? code : config).push(...(await latencyRounds(runUrl, agentId)));
+    }
+  }
+  return { code: latencyOf(code), config: latencyOf(config) };
+}
+
+function formatConfigAgent({ code, config }: ConfigAgentFigures): string {
+  const row = (name: string, l: Latency) =>
+    `| ${name} | ${l.firstDeltaP50.toFixed(1)} | ${l.firstDeltaP99.toFixed(1)} | ${l.n} |`;
+  return [
+    `Agent from AGENTS_CONFIG against the same agent in code (${CONCURRENT_RUNS} concurrent runs, first content ms)`,
+    '| agent | p50 | p99 | runs |',
+    '|---|---|---|---|',
+    row('assistant (code)', code),
+    row(`${CONFIG_TWIN} (AGENTS_CONFIG)`, config),
+    `p99 config/code: ${(config.firstDeltaP99 / code.firstDeltaP99).toFixed(3)} (target at most 1.05), p50: ${(config.firstDeltaP50 / code.firstDeltaP50).toFixed(3)}`,
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Statistics and output
 
 const median = (xs: number[]): number => {
@@ -353,14 +413,14 @@ type Latency = {
 };
 
 /** Rounds of CONCURRENT_RUNS runs started at once, after one warm-up round; all measured samples together. */
-async function latencyRounds(runUrl: string): Promise<LatencySample[]> {
+async function latencyRounds(runUrl: string, agentId?: string): Promise<LatencySample[]> {
   const url = new URL(runUrl);
   const all: LatencySample[] = [];
   for (let round = 0; round <= CONCURRENT_ROUNDS; round++) {
     collect();
     const samples = await Promise.all(
       Array.from({ length: CONCURRENT_RUNS }, (_, i) =>
-        timedRun(url, `/bench ${CONCURRENT_DELTAS}`, `bench-user-${i}`),
+        timedRun(url, `/bench ${CONCURRENT_DELTAS}`, `bench-user-${i}`, agentId),
       ),
     );
     if (round > 0) all.push(...samples);
@@ -805,6 +865,8 @@ async function main(): Promise<void> {
     // Every bench client shares one address (and a few owners): the fair shares are not what is measured.
     MAX_ACTIVE_RUNS_PER_OWNER: '1000000',
     MAX_READERS_PER_OWNER: '1000000',
+    // The built-in assistant again, defined in the agents file: the config-agent part compares the two.
+    AGENTS_CONFIG: configAgentFile(),
   };
   const initial = loadConfig(env);
   Logger.overrideLogger(logLevels(initial.logLevel));
@@ -822,7 +884,7 @@ async function main(): Promise<void> {
   const only = new Set(
     (
       process.env.BENCH_ONLY ??
-      'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume,parked,durable'
+      'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume,parked,durable,config-agent'
     ).split(','),
   );
   try {
@@ -973,6 +1035,13 @@ async function main(): Promise<void> {
       durable = formatDurable(figures);
       parkedRows = [...parkedRows, ...durableTargets(figures)];
     }
+    let configAgent: string | undefined;
+    if (only.has('config-agent')) {
+      progress(
+        `config-agent: ${CONCURRENT_RUNS} concurrent runs, the built-in assistant and its twin from AGENTS_CONFIG, interleaved`,
+      );
+      configAgent = formatConfigAgent(await compareConfigAgent(runUrl));
+    }
     let threads: string | undefined;
     if (only.has('threads')) {
       progress('threads: list and read latency with 100,000 threads and a 1,000-message thread');
@@ -991,6 +1060,7 @@ async function main(): Promise<void> {
     if (stockTools) console.log(`\n${stockTools}`);
     if (resume) console.log(`\n${resume}`);
     if (threads) console.log(threads);
+    if (configAgent) console.log(`\n${configAgent}`);
     if (parked) console.log(`\n${parked}`);
     if (durable) console.log(`\n${durable}`);
     const ratios = issue14Ratios(subjects, latency, mem, engineMem);
