@@ -115,9 +115,7 @@ export class AgentsService implements OnModuleInit, OnApplicationShutdown {
       return;
     }
     await this.startServers(
-      [...next.servers.values()].filter(
-        (server) => !before.servers.has(server.name) || before.servers.get(server.name) !== server,
-      ),
+      [...next.servers.values()].filter((server) => before.servers.get(server.name) !== server),
     );
     this.registry = next;
     for (const [name, server] of before.servers) {

@@ -56,6 +56,7 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
   let desk: McpTestServer;
   let idp: TestIdp;
   let everythingHttp: ChildProcess;
+  let everythingSse: ChildProcess;
   let killable: ChildProcess;
   let downPort: number;
   let late: McpTestServer | undefined;
@@ -77,6 +78,8 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
       { PORT: String(httpPort) },
       /listening on port/i,
     );
+    const ssePort = await freePort();
+    everythingSse = await serve([EVERYTHING, 'sse'], { PORT: String(ssePort) }, /running on port/i);
     const killablePort = await freePort();
     killable = await serve([TEST_SERVER], { PORT: String(killablePort) }, /listening on/);
     downPort = await freePort();
@@ -87,6 +90,8 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
         mcpServers: {
           everything: { command: NODE, args: [EVERYTHING, 'stdio'], tools: ['echo', 'get-sum'] },
           everythingHttp: { url: `http://127.0.0.1:${httpPort}/mcp`, tools: ['echo'] },
+          // Only the older SSE transport: reached through the fallback.
+          everythingSse: { url: `http://127.0.0.1:${ssePort}/sse`, tools: ['echo'] },
           files: { command: NODE, args: [FILESYSTEM, folder], tools: ['read_text_file', 'list_directory'] },
           desk: { url: desk.url, forwardAuth: 'bearer', requireApproval: ['add'] },
           killable: { url: `http://127.0.0.1:${killablePort}/mcp`, tools: ['hang'] },
@@ -99,7 +104,7 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
             instructions: 'You read files for the user.',
             model: 'openai/gpt-test',
             tools: ['current_time'],
-            mcpServers: ['files', 'everything', 'everythingHttp'],
+            mcpServers: ['files', 'everything', 'everythingHttp', 'everythingSse'],
           },
           desk: { instructions: 'You run desk tools.', model: 'scripted', mcpServers: ['desk', 'killable'] },
           waiting: { instructions: 'You wait for a server.', model: 'scripted', mcpServers: ['later'] },
@@ -124,6 +129,7 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
   afterAll(async () => {
     await service?.stop();
     everythingHttp?.kill('SIGKILL');
+    everythingSse?.kill('SIGKILL');
     killable?.kill('SIGKILL');
     await Promise.all([openai?.close(), desk?.close(), idp?.close(), late?.close()]);
   });
@@ -149,6 +155,7 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
       [
         'current_time',
         'everythingHttp_echo',
+        'everythingSse_echo',
         'everything_echo',
         'everything_get-sum',
         'files_list_directory',
@@ -159,6 +166,7 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
       { name: 'files', transport: 'stdio', status: 'connected' },
       { name: 'everything', transport: 'stdio', status: 'connected' },
       { name: 'everythingHttp', transport: 'http', status: 'connected' },
+      { name: 'everythingSse', transport: 'sse', status: 'connected' },
     ]);
     const deskView = await agentView('desk');
     expect(deskView.tools).toContainEqual(
@@ -179,7 +187,7 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
     expect(connected.tools.map((t: { name: string }) => t.name)).toContain('later_echo');
   }, 30_000);
 
-  it('a config-only agent answers with the results of MCP tools over stdio and Streamable HTTP', async () => {
+  it('a config-only agent answers with the results of MCP tools over stdio, Streamable HTTP and SSE', async () => {
     openai.enqueue(
       {
         toolCalls: [
@@ -190,6 +198,7 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
           },
           { id: 'call_echo', name: 'everything_echo', arguments: '{"message":"over stdio"}' },
           { id: 'call_http', name: 'everythingHttp_echo', arguments: '{"message":"over http"}' },
+          { id: 'call_sse', name: 'everythingSse_echo', arguments: '{"message":"over sse"}' },
         ],
       },
       { text: ['The motto is: Measure twice, cut once.'] },
@@ -201,6 +210,7 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
     expect(toolResult(frames, 'call_read')[0].content).toContain('Measure twice, cut once.');
     expect(toolResult(frames, 'call_echo')[0].content).toContain('Echo: over stdio');
     expect(toolResult(frames, 'call_http')[0].content).toContain('Echo: over http');
+    expect(toolResult(frames, 'call_sse')[0].content).toContain('Echo: over sse');
     const [first, second] = openai.requests.slice(-2);
     expect(first.messages[0]).toMatchObject({
       role: 'system',

@@ -29,8 +29,11 @@ export class McpServerStatusView {
   @ApiProperty({ example: 'files' })
   name: string;
 
-  @ApiProperty({ enum: ['stdio', 'http'] })
-  transport: 'stdio' | 'http';
+  @ApiProperty({
+    enum: ['stdio', 'http', 'sse'],
+    description: '`sse`: an HTTP server that answers only over the older SSE transport',
+  })
+  transport: 'stdio' | 'http' | 'sse';
 
   @ApiProperty({
     enum: ['connecting', 'connected', 'unavailable'],

@@ -6,6 +6,7 @@ import { createTool, type Tool } from '@mastra/core/tools';
 import { modelToolName } from '../../protocol/tool-names';
 import type { Metrics } from '../../ops/metrics.service';
 import { McpServerEntry, toolMatcher } from '../agents-config';
+import { connectLegacySse } from './legacy-sse';
 import { MCP_SERVER_OF, RUN_CALLER_KEY, RunCaller } from '../tools/run-tools';
 
 type AnyTool = Tool<any, any, any, any, any, any, any>;
@@ -13,7 +14,8 @@ type AnyTool = Tool<any, any, any, any, any, any, any>;
 /** An MCP server as `GET /agents` shows it (docs/agents.md#mcp-servers). */
 export type McpServerView = {
   name: string;
-  transport: 'stdio' | 'http';
+  /** `sse`: an HTTP server that answers only over MCP's older SSE transport. */
+  transport: 'stdio' | 'http' | 'sse';
   status: 'connecting' | 'connected' | 'unavailable';
   /** Why it is unavailable (its last connection error, first line). */
   error?: string;
@@ -31,6 +33,13 @@ export type McpServerOptions = {
 
 const UNAVAILABLE = (name: string) => `MCP server '${name}' is unavailable`;
 
+/** An open connection to the server: its tools by their own names, and how to close it. */
+type Connection = {
+  transport: McpServerView['transport'];
+  tools: Map<string, AnyTool>;
+  close: () => Promise<void>;
+};
+
 /**
  * One MCP server of the agents file, through `@mastra/mcp`: connected at start-up or on reload, its
  * tools discovered then (never per run), offered under their exposed names (the prefix and the
@@ -41,7 +50,9 @@ const UNAVAILABLE = (name: string) => `MCP server '${name}' is unavailable`;
  * {@link RunCaller}), never another's: the client's `fetch` reads it per request.
  */
 export class McpServer {
-  private client?: MCPClient;
+  private connection?: Connection;
+  /** How it is connected now (an HTTP server may answer over the older SSE transport). */
+  private transport: McpServerView['transport'];
   /** The server's tools by their own names, as the client made them (their `execute` calls the server). */
   private discovered = new Map<string, AnyTool>();
   /** The tools the agents offer, by exposed name; rebuilt on each discovery. */
@@ -62,7 +73,9 @@ export class McpServer {
     readonly name: string,
     readonly entry: McpServerEntry,
     private readonly options: McpServerOptions,
-  ) {}
+  ) {
+    this.transport = entry.transport;
+  }
 
   /** Connects, waiting at most `waitMs`; a server not there by then goes on connecting in the background. */
   async start(waitMs: number): Promise<void> {
@@ -75,7 +88,7 @@ export class McpServer {
   view(): McpServerView {
     return {
       name: this.name,
-      transport: this.entry.transport,
+      transport: this.transport,
       status: this.state,
       ...(this.state === 'unavailable' && this.lastError ? { error: this.lastError } : {}),
     };
@@ -105,31 +118,63 @@ export class McpServer {
 
   private async tryConnect(): Promise<void> {
     const { name } = this;
+    try {
+      const connection = await this.open();
+      if (this.closed) return void (await connection.close().catch(() => undefined));
+      this.connection = connection;
+      this.transport = connection.transport;
+      this.discovered = connection.tools;
+      this.offered = this.offer();
+      this.attempt = 0;
+      this.setState('connected');
+      this.options.log.log(
+        `MCP server '${name}': connected (${connection.transport}), ${this.offered.length} tool(s)`,
+      );
+    } catch (err) {
+      this.lastError = firstLine(err);
+      this.setState('unavailable');
+      this.options.log.warn(`MCP server '${name}': unavailable: ${this.lastError}`);
+      this.scheduleReconnect();
+    }
+  }
+
+  /**
+   * A connection through `@mastra/mcp` (stdio, or Streamable HTTP); a URL that does not speak
+   * Streamable HTTP is tried again over the older SSE transport, and the first failure is the one
+   * reported when both fail.
+   */
+  private async open(): Promise<Connection> {
+    const { name, entry } = this;
     const client = new MCPClient({
       id: `io-bridge:${name}:${process.hrtime.bigint()}`,
       servers: { [name]: this.definition() },
       ...(this.options.toolTimeoutMs ? { timeout: this.options.toolTimeoutMs } : {}),
     });
     client.__setLogger(noopLogger);
-    try {
-      const { tools, errors } = await client.listToolsWithErrors();
-      if (errors[name] !== undefined) throw new Error(errors[name]);
-      if (this.closed) return void (await client.disconnect().catch(() => undefined));
+    const { tools, errors } = await client.listToolsWithErrors().catch((err: unknown) => ({
+      tools: {},
+      errors: { [name]: firstLine(err) },
+    }));
+    const close = () => client.disconnect();
+    if (errors[name] === undefined) {
       const own = `${name}_`;
-      this.discovered = new Map(
-        Object.entries(tools).map(([key, tool]) => [key.startsWith(own) ? key.slice(own.length) : key, tool]),
+      const byName = Object.entries(tools).map(
+        ([key, tool]) => [key.startsWith(own) ? key.slice(own.length) : key, tool] as const,
       );
-      this.client = client;
-      this.offered = this.offer();
-      this.attempt = 0;
-      this.setState('connected');
-      this.options.log.log(`MCP server '${name}': connected, ${this.offered.length} tool(s)`);
-    } catch (err) {
-      await client.disconnect().catch(() => undefined);
-      this.lastError = firstLine(err);
-      this.setState('unavailable');
-      this.options.log.warn(`MCP server '${name}': unavailable: ${this.lastError}`);
-      this.scheduleReconnect();
+      return { transport: entry.transport, tools: new Map(byName), close };
+    }
+    await close().catch(() => undefined);
+    if (entry.transport === 'stdio') throw new Error(errors[name]);
+    try {
+      const legacy = await connectLegacySse(
+        new URL(entry.url),
+        entry.headers,
+        entry.forwardAuth,
+        this.options.toolTimeoutMs,
+      );
+      return { transport: 'sse', ...legacy };
+    } catch {
+      throw new Error(errors[name]);
     }
   }
 
@@ -151,14 +196,16 @@ export class McpServer {
   private setState(state: McpServerView['status']): void {
     if (state !== this.state) this.version++;
     this.state = state;
-    this.options.metrics?.mcpServerUp.set({ server: this.name }, state === 'connected' ? 1 : 0);
+    // A retired server's replacement, of the same name, is the one the gauge tells of.
+    if (!this.retired)
+      this.options.metrics?.mcpServerUp.set({ server: this.name }, state === 'connected' ? 1 : 0);
   }
 
   private async disconnect(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
+    const connection = this.connection;
+    this.connection = undefined;
     if (this.state === 'connected') this.setState('connecting');
-    await client?.disconnect().catch(() => undefined);
+    await connection?.close().catch(() => undefined);
   }
 
   /** The client's definition of the server (`@mastra/mcp`). */
@@ -237,8 +284,8 @@ export class McpServer {
     this.inFlight++;
     let outcome = 'error';
     try {
-      if (!this.client && this.retired) await this.connect();
-      const made = this.client ? this.discovered.get(tool) : undefined;
+      if (!this.connection && this.retired) await this.connect();
+      const made = this.connection ? this.discovered.get(tool) : undefined;
       if (!made?.execute) throw new Error(UNAVAILABLE(this.name));
       const caller = ctx?.requestContext?.get(RUN_CALLER_KEY);
       const context = new RequestContext(caller ? [[RUN_CALLER_KEY, caller]] : []);
@@ -249,7 +296,8 @@ export class McpServer {
       outcome = 'ok';
       return result;
     } catch (err) {
-      if (!reportedByServer(err)) this.lost(err);
+      // A call stopped on purpose (its run ended, TOOL_TIMEOUT_MS) says nothing of the connection.
+      if (!reportedByServer(err) && !ctx?.abortSignal?.aborted) this.lost(err);
       throw err;
     } finally {
       this.inFlight--;
