@@ -246,7 +246,9 @@ describe('operator overrides of an agent', () => {
     expect(serviceLogs.take(bootFailed)).toEqual([
       expect.objectContaining({
         level: LEVEL.error,
-        msg: expect.stringMatching(/^Invalid configuration: AGENTS_CONFIG nobody\.model/),
+        msg: expect.stringMatching(
+          /^Invalid configuration: AGENTS_CONFIG \S+agents\.json: agent 'nobody', field 'model': must be/,
+        ),
       }),
     ]);
   });

@@ -557,7 +557,16 @@ describe('OpenAPI document at /docs-json', () => {
       'cachedInputTokens',
       'cacheWriteInputTokens',
     ]);
-    expect(props('AgentView')).toEqual(['id', 'name', 'description', 'modelId', 'tools', 'capabilities']);
+    expect(props('AgentView')).toEqual([
+      'id',
+      'name',
+      'description',
+      'modelId',
+      'tools',
+      'mcpServers',
+      'capabilities',
+    ]);
+    expect(props('McpServerStatusView')).toEqual(['name', 'transport', 'status', 'error']);
     expect(props('AgentsList')).toEqual(['agents', 'defaultAgentId']);
     expect(props('CreateThreadDto')).toEqual(['id', 'title', 'agentId', 'metadata']);
     expect(props('UpdateThreadDto')).toEqual(['title', 'metadata']);

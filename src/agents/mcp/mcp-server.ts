@@ -102,6 +102,8 @@ export class McpServer {
   /** A reload replaced it: it closes now, or when the last call of a run started before ends. */
   retire(): void {
     this.retired = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
     if (this.inFlight === 0) void this.disconnect();
   }
 
