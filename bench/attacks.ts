@@ -16,10 +16,10 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { loadConfig } from '../src/config/config';
+import { MAIN } from '../test/support/built-service';
 import { countValues, largestBody } from './largest-body';
 
 const PREFIX = '/io-bridge';
@@ -66,7 +66,7 @@ async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void>
 
 async function startService(databaseUrl: string, env: Record<string, string> = {}): Promise<Service> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [join(__dirname, '..', 'src', 'main.js')], {
+  const child: ChildProcess = spawn(process.execPath, [MAIN], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,

@@ -5,7 +5,7 @@
  * later deltas merged per event-loop turn). It is not a conforming AG-UI server (no message
  * lifecycle, no tool calls, no errors): it stands for what merely being an HTTP server on the
  * engine's event loop costs, so that the issue 14 ratios can be read against what is reachable on
- * this machine (bench/README.md, "What an HTTP server can reach").
+ * this machine (bench/HISTORY.md, "What a server in front of the engine can reach").
  */
 import type { AddressInfo } from 'node:net';
 import fastify from 'fastify';

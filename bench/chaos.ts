@@ -10,10 +10,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { runMigrations } from '../src/database/migrate';
-import { startBuiltService, type BuiltService } from '../test/support/built-service';
+import { MAIN, startBuiltService, type BuiltService } from '../test/support/built-service';
 import { rawLog, verified } from '../test/support/durable';
 import { parseFrames, type Frame } from '../test/support/sse';
 import { assertStreamRules } from '../test/support/stream-rules';
@@ -73,12 +73,6 @@ export type ChaosOptions = {
   /** The service's entry point. */
   main: string;
 };
-
-/** This build's service: beside dist/bench, or in dist/ when this module runs from source (the e2e spec). */
-const MAIN =
-  basename(dirname(__dirname)) === 'dist'
-    ? join(__dirname, '..', 'src', 'main.js')
-    : join(__dirname, '..', 'dist', 'src', 'main.js');
 
 export function defaultOptions(): ChaosOptions {
   return {

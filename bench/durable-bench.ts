@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
-import { startBuiltService, type BuiltService } from '../test/support/built-service';
+import { MAIN, startBuiltService, type BuiltService } from '../test/support/built-service';
 import { followRun, rawLog, rejoin, turn, verified, words } from '../test/support/durable';
 import { openRun, parseFrames, type Frame } from '../test/support/sse';
 import { assertStreamRules } from '../test/support/stream-rules';
@@ -33,8 +33,6 @@ const ROLLING_RUNS = 30;
 const ROLLING_PROMPT = { ms: 400, words: 60 };
 /** A run whose client has not seen its end this long after the restart began counts as not finished. */
 const ROLLING_TIMEOUT_MS = 240_000;
-/** This build's entry point, beside dist/bench. */
-export const CURRENT_MAIN = join(__dirname, '..', 'src', 'main.js');
 
 export type KillTrial = { killToFinishedMs: number; killToContinuedMs: number; problems: string[] };
 export type RollingResult = {
@@ -70,7 +68,7 @@ function replicaSet(databaseUrl: string) {
         SHUTDOWN_GRACE_MS: String(GRACE_MS),
       },
       60_000,
-      CURRENT_MAIN,
+      MAIN,
     );
     started.push(s);
     return s;
@@ -258,7 +256,7 @@ export async function benchDurable(
     const baseline = env.BENCH_DURABLE_BASELINE;
     const cost = baseline
       ? await benchContinuationCost(
-          { current: CURRENT_MAIN, baseline: join(baseline, 'dist', 'src', 'main.js') },
+          { current: MAIN, baseline: join(baseline, 'dist', 'src', 'main.js') },
           { current: url('cost_current'), baseline: url('cost_baseline'), stats: pg.url },
           progress,
         )

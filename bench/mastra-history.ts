@@ -3,7 +3,7 @@
  * history converted to model messages (aguiToModelMessages), then added to a MessageList and turned
  * into the prompt as `agent.stream()` does. Consecutive assistant and tool messages are merged into
  * one message, and each part added re-scans the parts merged so far: a long agent loop costs O(N²).
- * Run with `npm run build && node dist/bench/mastra-history.js` (not part of `npm test`).
+ * Run with `npm run build:bench && node dist-bench/bench/mastra-history.js` (not part of `npm test`).
  */
 import 'reflect-metadata';
 import { MessageList } from '@mastra/core/agent/message-list';

@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { MAIN } from '../test/support/built-service';
 
 /** Milliseconds from an event reaching the run's own client to it reaching a joiner, per joiner kind. */
 export type ResumeResult = { sameInstance: number[]; crossInstance: number[]; runs: number };
@@ -84,7 +84,7 @@ export async function withReplica<T>(
       probe.close(() => resolve(free));
     });
   });
-  const child = spawn(process.execPath, [join(__dirname, '..', 'src', 'main.js')], {
+  const child = spawn(process.execPath, [MAIN], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,

@@ -1,7 +1,7 @@
 /**
  * What checking one `POST /run` body costs on the largest body the limits allow (issue 22): the JSON
  * parse, SafeInputPipe, the compiled RunAgentInput schema, and @ag-ui/core's zod schema for comparison.
- * Run with `npm run build && node dist/bench/run-input-validation.js` (not part of `npm test`).
+ * Run with `npm run build:bench && node dist-bench/bench/run-input-validation.js` (not part of `npm test`).
  */
 import 'reflect-metadata';
 import { performance } from 'node:perf_hooks';

@@ -5,7 +5,7 @@
  * `threads_owner_updated_idx`, and deletes every seeded row at the end.
  *
  * `benchThreads(baseUrl, databaseUrl)` runs against a service that is already listening on the same
- * database (for run-bench.ts or another harness). Standalone: `node dist/bench/threads-bench.js` starts the service itself,
+ * database (for run-bench.ts or another harness). Standalone: `node dist-bench/bench/threads-bench.js` starts the service itself,
  * on `DATABASE_URL` or, when unset, on an embedded Postgres in `.data/bench-threads-postgres`.
  */
 import 'reflect-metadata';

@@ -7,7 +7,6 @@ import { join } from 'node:path';
 const INPUTS = [
   'src',
   'migrations',
-  'bench',
   'packages',
   'playground',
   'tsconfig.json',

@@ -20,9 +20,9 @@ function filesUnder(root: string, dir: string, suffix: string): string[] {
   return found;
 }
 
-/** The pages checked: the README, everything under docs/, and each package's README. */
+/** The pages checked: the README, everything under docs/ and bench/, and each package's README. */
 function pages(root: string): string[] {
-  const found = ['README.md', ...filesUnder(root, 'docs', '.md')];
+  const found = ['README.md', ...filesUnder(root, 'docs', '.md'), ...filesUnder(root, 'bench', '.md')];
   if (existsSync(join(root, 'packages')))
     for (const pkg of readdirSync(join(root, 'packages')))
       if (existsSync(join(root, 'packages', pkg, 'README.md')))

@@ -69,7 +69,7 @@ export const MODEL_SIGNAL_KEY = 'io-bridge.model-signal';
  * reaches the provider call itself (its HTTP request, the scripted model's timers). A run does not hand that
  * signal to `agent.stream()`: Mastra then races every chunk of the model stream against it (a
  * listener added and removed per chunk, in a stream layer of its own), which cost 15 to 17 % of the
- * engine's throughput (bench/README.md). Outside a run (the title request) the model is as configured.
+ * engine's throughput (bench/HISTORY.md). Outside a run (the title request) the model is as configured.
  */
 export function abortableModel(config: ModelConfig, settings?: ModelCallSettings) {
   let resolved: ReturnType<typeof resolveModelConfig> | undefined;

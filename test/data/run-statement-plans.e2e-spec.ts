@@ -59,7 +59,7 @@ const GET_CITY = {
 };
 
 /**
- * Issue 21: a run's cost in the database does not grow with the table. The statements of real runs
+ * A run's cost in the database does not grow with the table. The statements of real runs
  * (claim, event log, lease renewal and checkpoint, tool calls, end) are captured on the pool, then
  * planned as the pool runs them after a few calls: a generic plan (plan_cache_mode =
  * force_generic_plan), on a table of 100,000 ended runs of the same owner, ended with no vacuum

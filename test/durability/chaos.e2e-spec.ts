@@ -1,7 +1,7 @@
 import { defaultOptions, formatChaos, runChaos, type ChaosReport } from '../../bench/chaos';
 
 /**
- * Issue 33: the chaos harness (bench/chaos.ts, `npm run chaos`) small enough for CI. Two built replicas
+ * The chaos harness (bench/chaos.ts, `npm run chaos`) small enough for CI. Two built replicas
  * on a fresh database, ten runs posted at once (half to each), faults in series, each on the replica
  * holding the most runs: a SIGSTOP longer than the lease while a replica streams its own runs to
  * their clients (a GC pause, a starved CPU); a kill -9 of the replica that took them over; two more

@@ -6,10 +6,10 @@ import { Frame, memoryOf, openRun, uid } from '../support/sse';
 import { assertStreamRules } from '../support/stream-rules';
 
 /**
- * Issue 25: a run continued on another replica carries what its earlier attempt had. The tokens its
- * completed steps spent count in its end (the record, RUN_FINISHED's usage, the owner's budget), it
- * keeps the budget its claim found, and the approvals its `resume` answered stay answered. Two built
- * services on one database and a provider that streams as OpenAI does, with usage.
+ * A run continued on another replica (docs/durable-runs.md#continuing-a-run-on-another-replica) carries what
+ * its earlier attempt had. The tokens its completed steps spent count in its end (the record, RUN_FINISHED's
+ * usage, the owner's budget), it keeps the budget its claim found, and the approvals its `resume` answered
+ * stay answered. Two built services on one database and a provider that streams as OpenAI does, with usage.
  */
 
 describe('a continued run carries what its earlier attempt spent and was answered', () => {

@@ -6,8 +6,9 @@ import { Frame, openRun, parseFrames, uid } from '../support/sse';
 import { assertStreamRules } from '../support/stream-rules';
 
 /**
- * Issue 33: faults in series. Built replicas on one database, killed or paused at the worst moments;
- * every stream a client sees stays well-formed and the thread keeps what it streamed, once.
+ * Faults in series (docs/durable-runs.md#one-writer-per-run). Built replicas on one database, killed or
+ * paused at the worst moments; every stream a client sees stays well-formed and the thread keeps what it
+ * streamed, once.
  */
 const LEASE_MS = 3000;
 const env = { LOG_LEVEL: 'log', RUN_LEASE_MS: String(LEASE_MS), RUN_MAX_ATTEMPTS: '5' };

@@ -4,7 +4,7 @@ import { checkRawLog, followRun, PICK, postResult, rejoin, turn, verified, words
 import { openRun, parseFrames, uid } from '../support/sse';
 import { assertStreamRules } from '../support/stream-rules';
 
-/** Issue 25: runs outlive their replica. Three built services on one database, each killable. */
+/** Runs outlive their replica (docs/durable-runs.md). Three built services on one database, each killable. */
 const LEASE_MS = 3000;
 const env = (extra: Record<string, string> = {}) => ({
   LOG_LEVEL: 'log',

@@ -133,11 +133,11 @@ async function metric(service: BuiltService, line: RegExp): Promise<number> {
 let big: Awaited<ReturnType<typeof recordRun>>;
 
 /**
- * Issue 22: replays of a finished run are served from storage a page at a time, never holding a
- * pool connection while they wait on a socket; an exhausted pool is a 503 before the headers, and a
- * stream that sent its headers ends with the run's terminal event (or is closed, logged and
- * counted). On the built service, with the per-run and per-owner reader caps lifted so that the
- * pool is what the replays run into.
+ * Replays (docs/limits.md#replays): those of a finished run are served from storage a page at a time, never
+ * holding a pool connection while they wait on a socket; an exhausted pool is a 503 before the headers, and a
+ * stream that sent its headers ends with the run's terminal event (or is closed, logged and counted). On the
+ * built service, with the per-run and per-owner reader caps lifted so that the pool is what the replays run
+ * into.
  */
 describe('400 parallel replays of a finished 3 MB run (pool of 4, 250 ms to get a connection)', () => {
   let service: BuiltService | undefined;
@@ -195,7 +195,7 @@ async function storedLog(runId: string): Promise<Digest> {
 }
 
 /**
- * Issue 33: a storm of replays is written a slice at a time, a bounded number of slices per turn of
+ * A storm of replays is written a slice at a time, a bounded number of slices per turn of
  * the event loop (docs/limits.md#replays). Pacing must not cost a byte: with the caps lifted and time
  * to wait for the database, every one of 400 replays is the stored log, byte for byte and in order,
  * ending with the terminal event, while `/health/live` keeps answering.

@@ -25,8 +25,8 @@ const times = (runIds: string[]) =>
   );
 
 /**
- * Busy threads (issue 25): `forwardedProps.ifBusy` on POST /run, on two instances of the built
- * service on one database.
+ * Busy threads (docs/protocol.md#busy-threads): `forwardedProps.ifBusy` on POST /run, on two instances of the
+ * built service on one database.
  */
 describe('a run for a busy thread (forwardedProps.ifBusy)', () => {
   let a: BuiltService;

@@ -9,7 +9,10 @@ const GET_CITY = {
   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
 };
 
-/** Lenient where AG-UI and the Mastra reference are (issue 12, item 4); strict where it matters. */
+/**
+ * Lenient where AG-UI and the Mastra reference are (docs/protocol.md#the-run-request); strict where it
+ * matters.
+ */
 describe('lenient input', () => {
   let t: TestApp;
   const api = (path: string, init: RequestInit = {}) =>

@@ -6,7 +6,8 @@ import { PICK, postResult, verified } from '../support/durable';
 import { assertStreamRules } from '../support/stream-rules';
 
 /**
- * Issue 25: many runs parked at once (each waiting for its frontend tool) still show their clients
+ * Parked runs (docs/durable-runs.md#parking-runs-that-wait-for-a-frontend-tool): many parked at once
+ * (each waiting for its frontend tool) still show their clients
  * the whole call (TOOL_CALL_START, ARGS, END) before the wait, on their own POST /run stream and on
  * a rejoin, and go on to RUN_FINISHED on that same stream once the result is posted.
  */

@@ -16,8 +16,8 @@ import {
 import { assertStreamRules } from '../support/stream-rules';
 
 /**
- * Resumable runs (issue 13): GET /runs/:runId/events rejoins a run's stream on any instance. Two
- * instances share the database; a run on one is rejoined on the other.
+ * Resumable runs (docs/protocol.md#rejoining-a-run): GET /runs/:runId/events rejoins a run's stream on any
+ * instance. Two instances share the database; a run on one is rejoined on the other.
  */
 
 const PINGS = /: ping\n\n/g;

@@ -113,8 +113,8 @@ const isEnd = (e: Event) => e.type === 'RUN_FINISHED' || e.type === 'RUN_ERROR';
 const WORDS = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
 
 /**
- * Following a thread across runs (issue 25): GET /threads/:threadId/events, on two instances of the
- * built service on one database.
+ * Following a thread across runs (docs/protocol.md#following-a-thread): GET /threads/:threadId/events, on two
+ * instances of the built service on one database.
  */
 describe('following a thread (GET /threads/:threadId/events)', () => {
   let a: BuiltService;
@@ -366,7 +366,8 @@ describe('following a thread (GET /threads/:threadId/events)', () => {
     await Promise.all([waiting.ended, reading.ended]);
     expect(own.frames.some((f) => isEnd(f.event))).toBe(false);
     await stopped;
-    // Handed over (issue 25): its stream here ends RUN_MOVED, the run goes on on a; stopped there.
+    // Handed over (docs/durable-runs.md#drain-handing-runs-over): its stream here ends RUN_MOVED, the run
+    // goes on on a; stopped there.
     expect((await own.done).at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'RUN_MOVED' });
     await eventually(async () => {
       await fetch(`${a.base}/runs/${encodeURIComponent(ownInput.runId)}/cancel`, { method: 'POST' });

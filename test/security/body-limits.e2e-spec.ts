@@ -8,8 +8,9 @@ const BODY_LIMIT = 4 * 1024 * 1024;
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /**
- * Every count and size a client can make large is checked before validation walks the body (issue 22):
- * the built service refuses each with its envelope, and the answer is the limit's, not the validator's.
+ * Every count and size a client can make large is checked before validation walks the body
+ * (docs/limits.md#request-bodies): the built service refuses each with its envelope, and the answer is the
+ * limit's, not the validator's.
  */
 describe('request bodies are bounded before they are validated (built service)', () => {
   let service: BuiltService | undefined;
@@ -123,7 +124,7 @@ describe('request bodies are bounded before they are validated (built service)',
     );
   });
 
-  // Issue 33: a JSON body is checked against the limits a slice of its text at a time, before it is
+  // A JSON body is checked against the limits a slice of its text at a time, before it is
   // parsed (docs/limits.md#request-bodies); the refusals are the ones the parsed body got.
   it('bodies far over the limits, all at once, are each refused with their code while the service goes on answering', async () => {
     const refused = [

@@ -3,10 +3,10 @@ import { startApp, TestApp } from '../support/app';
 import { parseFrames, runInput } from '../support/sse';
 
 /**
- * `Connection: close` (issue 22): a client that asks for it gets the connection closed after the
- * response, on JSON routes and on a run's SSE stream (after its terminal event). Checked on a raw
- * socket: once the first response is complete, a second request is written on the same connection;
- * a server that kept the connection open answers it, one that closed it does not.
+ * `Connection: close` (docs/protocol.md#the-stream): a client that asks for it gets the connection closed
+ * after the response, on JSON routes and on a run's SSE stream (after its terminal event). Checked on a raw
+ * socket: once the first response is complete, a second request is written on the same connection; a server
+ * that kept the connection open answers it, one that closed it does not.
  */
 
 type Exchange = {

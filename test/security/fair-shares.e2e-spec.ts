@@ -7,7 +7,10 @@ const CAP = 3;
 const READERS_PER_OWNER = 3;
 const READERS_PER_RUN = 2;
 
-/** Fair shares (issue 22), on the built service with AUTH_MODE=none: one address cannot hold more than its cap. */
+/**
+ * Fair shares (docs/limits.md#fair-shares), on the built service with AUTH_MODE=none: one address cannot
+ * hold more than its cap.
+ */
 describe('fair shares: live runs and readers are capped per owner, per run and per address', () => {
   let service: BuiltService | undefined;
   beforeAll(async () => {

@@ -1,10 +1,13 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+
+/** The repository: above test/support, or above dist-bench/test/support when the bench's build runs this file. */
+const ROOT = ((up) => (basename(up) === 'dist-bench' ? dirname(up) : up))(join(__dirname, '..', '..'));
 
 /** The program users run: what `nest build` wrote, started as `node dist/src/main.js`. */
-export const MAIN = join(__dirname, '..', '..', 'dist', 'src', 'main.js');
+export const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 
 export type BuiltService = {
   /** `http://127.0.0.1:<port>`: health, metrics and docs live here. */

@@ -4,8 +4,9 @@ import { from } from 'rxjs';
 import { Frame, memoryOf, openRun, readRun, uid } from './sse';
 
 /**
- * Issue 25's clients of runs that outlive their replica: shared by test/durability/durable-runs.e2e-spec.ts and
- * the bench's durable part (bench/durable-bench.ts), which drive the same runs against built replicas.
+ * Clients of runs that outlive their replica (docs/durable-runs.md): shared by
+ * test/durability/durable-runs.e2e-spec.ts and the bench's durable part (bench/durable-bench.ts), which drive
+ * the same runs against built replicas.
  */
 
 /** `w1 w2 … wn`: a scripted `/slow <ms> <text>` answer of known length ("You said: " + the text). */

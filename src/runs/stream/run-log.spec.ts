@@ -140,18 +140,27 @@ describe('RunLog', () => {
   });
 
   it('keeps the chunks it sent for a second: a reader further back reads storage', async () => {
-    const { log, events$ } = openLog();
-    log.start(events$);
-    events$.next(started);
-    events$.next(text('first'));
-    log.stored(log.seq);
-    expect(log.covers(0)).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    events$.next(step);
-    await turn();
-    log.stored(log.seq);
-    expect(log.covers(log.seq - 1)).toBe(true);
-    expect(log.covers(0)).toBe(false);
+    // The clock only: the log still frames a chunk per turn of the real event loop.
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+    try {
+      const { log, events$ } = openLog();
+      log.start(events$);
+      events$.next(started);
+      events$.next(text('first'));
+      log.stored(log.seq);
+      expect(log.covers(0)).toBe(true);
+      jest.advanceTimersByTime(1000);
+      events$.next(step);
+      await turn();
+      log.stored(log.seq);
+      expect(log.covers(0)).toBe(true);
+      jest.advanceTimersByTime(1);
+      log.stored(log.seq);
+      expect(log.covers(log.seq - 1)).toBe(true);
+      expect(log.covers(0)).toBe(false);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('ends its readers with the unstored events without ids when storing fails once the log is complete', () => {
