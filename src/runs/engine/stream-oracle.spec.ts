@@ -6,7 +6,7 @@ import { THREAD, RUN, checkStream } from './run-lifecycle.spec-support';
 // ---------------------------------------------------------------------------------------------------
 
 describe('checkStream (the test oracle)', () => {
-  // Now: the kit's X1.timestamps takes a timestamp more than a day off for one that is not epoch milliseconds.
+  // Now, not a fixed instant: X1.timestamps refuses a timestamp more than a day from now.
   const t = Date.now();
   const S = { type: 'RUN_STARTED', timestamp: t, threadId: THREAD, runId: RUN } as AguiEvent;
   const F = { type: 'RUN_FINISHED', timestamp: t, threadId: THREAD, runId: RUN } as AguiEvent;
