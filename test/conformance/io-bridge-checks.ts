@@ -16,44 +16,25 @@ import {
 import { kitId, runBody } from './http';
 import type { RunStream } from './http';
 import { FRONTEND_TOOL } from './options';
-import { createdThread, messagesOf, serverToolRun, streamRule } from './protocol-checks';
+import { createdThread, messagesOf } from './protocol-checks';
 import { readSse } from './sse';
+import { eventIdsFinding, IO_BRIDGE_STREAM_RULES, streamRule } from './stream-rules';
 
 /**
  * io-bridge's own contract, beyond the protocol: checked in the io-bridge profile only, reported apart
  * from the protocol's levels. Each clause states the rule as io-bridge's contract (docs/) writes it.
  */
 
-const CONTRACT_EVENTS = new Set([
-  'RUN_STARTED',
-  'RUN_FINISHED',
-  'RUN_ERROR',
-  'TEXT_MESSAGE_START',
-  'TEXT_MESSAGE_CONTENT',
-  'TEXT_MESSAGE_END',
-  'TOOL_CALL_START',
-  'TOOL_CALL_ARGS',
-  'TOOL_CALL_END',
-  'TOOL_CALL_RESULT',
-  'STEP_STARTED',
-  'STEP_FINISHED',
-]);
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-const DAY_MS = 24 * 3600 * 1000;
 
 /** io-bridge's contract for any AG-UI 1.0 client (docs/clients.md), as the extension checks quote it. */
 const ANY_CLIENT = {
-  versions:
-    'what AG-UI 1.0 added (RUN_FINISHED.outcome with pendingToolCallIds, the cancelled and interrupt outcomes, usage) goes only to a request that declares RunAgentInput.protocolVersion 1.x; a request that declares none gets the pre-1.0 shapes',
   loop: "forwardedProps.clientProtocol 'ag-ui': when a step has emitted its frontend tool calls the run ends RUN_FINISHED {outcome: {type:'success', pendingToolCallIds}} (1.x; before 1.0 a plain RUN_FINISHED); the next run carrying role:'tool' messages answering them (the whole history, or only the new message on a stored thread) goes on, each message stored once",
   usage:
     'RUN_FINISHED and RUN_ERROR carry usage: TokenUsage[] (AG-UI 1.0 accounting) when the model reported any, to a request that declares 1.x; the run record (GET /runs/:runId, usage) keeps the same for every request',
   approvals:
     "a tool with requiresApproval does not run when the model calls it: the run ends RUN_FINISHED {outcome: {type:'interrupt', interrupts: [{id, reason:'tool_approval', toolCallId, message}]}} (before 1.0 a plain RUN_FINISHED, the interrupt on GET /runs/:runId); a later run whose resume answers it goes on (approved: the tool's TOOL_CALL_RESULT; declined: the model is told), recorded in Run.approvals; an unknown interrupt is a 404, an answered one 409 INTERRUPT_ALREADY_RESOLVED, before any stream",
 };
-
-const declares1x = (input: Record<string, unknown>) =>
-  typeof input.protocolVersion === 'string' && /^1(\.\d+)*$/.test(input.protocolVersion.trim());
 
 /** A list of objects as JSON with each object's keys in order: equal lists give equal text. */
 const canonical = (list: unknown) =>
@@ -181,23 +162,6 @@ async function rejoin(ctx: CheckContext, runId: string, lastEventId?: string) {
 }
 
 const LEVEL_1: Check[] = [
-  streamRule({
-    id: 'X1.versioned-fields',
-    level: 1,
-    title: 'a request without protocolVersion 1.x gets no outcome and no usage on its terminal event',
-    source: { kind: 'io-bridge', clause: ANY_CLIENT.versions },
-    whole: true,
-    holds: 'requests that declare no 1.x version got the pre-1.0 shapes',
-    judge: (events, stream) => {
-      if (declares1x(stream.input)) return undefined;
-      const end = events.find(
-        (e) => (e.type === 'RUN_FINISHED' || e.type === 'RUN_ERROR') && (e.outcome ?? e.usage),
-      );
-      return end
-        ? `protocolVersion ${brief(stream.input.protocolVersion ?? 'none')}, and ${end.type} carries ${brief({ outcome: end.outcome, usage: end.usage })}`
-        : undefined;
-    },
-  }),
   {
     id: 'X1.stream-headers',
     level: 1,
@@ -247,10 +211,8 @@ const LEVEL_1: Check[] = [
           .join(' | ')}`,
       );
       const ids = stream.frames.map((f) => f.id);
-      must(
-        ids.every((id, i) => id === String(i + 1)),
-        `ids ${brief(ids.join(','), 120)}, where 1…${ids.length} were due`,
-      );
+      const miscounted = eventIdsFinding(ids);
+      must(!miscounted, miscounted!);
       return `${ids.length} frames with ids 1…${ids.length}`;
     },
   },
@@ -414,47 +376,7 @@ const LEVEL_1: Check[] = [
       return errorEnvelope(res, 409, 'RUN_ALREADY_EXISTS');
     },
   },
-  streamRule({
-    id: 'X1.timestamps',
-    level: 1,
-    title: 'every event carries an integer epoch-milliseconds timestamp',
-    source: { kind: 'io-bridge', clause: 'every event carries timestamp as integer epoch milliseconds' },
-    whole: false,
-    holds: 'every event has an integer timestamp within a day of now',
-    judge: (events) => {
-      const i = events.findIndex(
-        (e) => !Number.isInteger(e.timestamp) || Math.abs(e.timestamp - Date.now()) > DAY_MS,
-      );
-      return i < 0 ? undefined : `event ${i + 1} ${brief(events[i], 160)}`;
-    },
-  }),
-  streamRule({
-    id: 'X1.no-null',
-    level: 1,
-    title: 'no event sends null for an optional field',
-    source: { kind: 'io-bridge', clause: 'never send null for an optional field: leave it out' },
-    whole: false,
-    holds: 'no null anywhere',
-    judge: (events) => {
-      const hit = events.map((e, i) => nullAt(e, `event ${i + 1}`)).find(Boolean);
-      return hit ? `null at ${hit}` : undefined;
-    },
-  }),
-  streamRule({
-    id: 'X1.contract-events',
-    level: 1,
-    title: "uses only the contract's event types (REASONING_* where the model reasons)",
-    source: {
-      kind: 'io-bridge',
-      clause: "events used: the protocol's subset, and REASONING_* where the model reasons",
-    },
-    whole: false,
-    holds: "only the contract's event types",
-    judge: (events) => {
-      const other = events.filter((e) => !CONTRACT_EVENTS.has(e.type) && !/^REASONING_/.test(e.type));
-      return other.length ? `also ${[...new Set(other.map((e) => e.type))].join(', ')}` : undefined;
-    },
-  }),
+  ...IO_BRIDGE_STREAM_RULES.filter((rule) => rule.level === 1).map(streamRule),
 ];
 
 /** Starts a run that waits for the kit's frontend tool; resolves once its call has ended. */
@@ -470,25 +392,7 @@ async function waitingRun(ctx: CheckContext, extra: Record<string, unknown> = {}
 }
 
 const LEVEL_2: Check[] = [
-  {
-    id: 'X2.parent-message-id',
-    level: 2,
-    title: 'TOOL_CALL_START.parentMessageId names the assistant message of the step',
-    source: {
-      kind: 'io-bridge',
-      clause: 'TOOL_CALL_START.parentMessageId names the assistant message of that step',
-    },
-    run: async (ctx) => {
-      const { events } = await serverToolRun(ctx);
-      const starts = ofType(events, 'TOOL_CALL_START');
-      must(starts.length > 0, `no tool call: ${sequence(events)}`);
-      must(
-        starts.every((s) => typeof s.parentMessageId === 'string' && /\S/.test(s.parentMessageId)),
-        `TOOL_CALL_START ${brief(starts)}`,
-      );
-      return `parentMessageId ${starts.map((s) => s.parentMessageId).join(', ')}`;
-    },
-  },
+  ...IO_BRIDGE_STREAM_RULES.filter((rule) => rule.level === 2).map(streamRule),
   {
     id: 'X2.result-answers',
     level: 2,

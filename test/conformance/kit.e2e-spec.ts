@@ -511,7 +511,7 @@ describe('the conformance kit', () => {
       const text = formatReport(report);
       for (const id of missing) expect(text).toMatch(new RegExp(`FAIL ${id.replace('.', '\\.')} `));
       expect(report.summary).toMatch(
-        /^FAIL .*Level 1 pass; protocol 18\/18 checks pass; io-bridge extensions 5\/13/,
+        /^FAIL .*Level 1 pass; protocol 19\/19 checks pass; io-bridge extensions 9\/17/,
       );
     });
   });

@@ -1,5 +1,4 @@
 import { HttpAgent } from '@ag-ui/client';
-import { EventSchema } from '@ag-ui/core/schemas';
 import type { Check, CheckContext } from './check';
 import {
   accepted,
@@ -12,26 +11,16 @@ import {
   plainRun,
   sequence,
   shownText,
-  terminals,
   toolCalls,
 } from './check-support';
 import { kitId } from './http';
-import type { Event, RunStream } from './http';
+import type { RunStream } from './http';
 import { FRONTEND_TOOL } from './options';
+import { PROTOCOL_STREAM_RULES, streamRule } from './stream-rules';
 
 /** The protocol's words each protocol check quotes: a table row as `cell | cell`, bullets joined by `; `. */
 const SEED = {
   response: 'response: text/event-stream',
-  lifecycle: 'lifecycle: one request, one SSE stream, one terminal event',
-  first: 'RUN_STARTED must be first.',
-  last: 'RUN_FINISHED or RUN_ERROR must be last. No events may appear after a terminal event.',
-  text: 'Every open text sequence must close before the stream ends.',
-  tool: 'Every open tool call must close before the stream ends.',
-  delta: 'TEXT_MESSAGE_CONTENT.delta must be non-empty.',
-  args: 'Concatenated TOOL_CALL_ARGS.delta values must form valid JSON.',
-  ids:
-    'threadId | Yes | Correlation identifier and, on persistent backends, the thread key; ' +
-    'runId | Yes | Unique run identifier',
   events:
     'The current bridge contract uses this AG-UI event subset: … ' +
     'Run lifecycle | RUN_STARTED, RUN_FINISHED, RUN_ERROR; ' +
@@ -55,19 +44,6 @@ const SEED = {
     'tools they recognize and leave all visible TOOL_CALL_RESULT events to the backend stream.',
   replay: 'For replayable tool history, backends must preserve: assistant toolCalls; tool-message toolCallId',
   agentId: 'agentId | Select the backend agent',
-};
-
-/** AG-UI 1.0's rules on how a run ends (@ag-ui/core 1.0, RunFinishedOutcome and TokenUsage), as stated there. */
-const AG_UI_1 = {
-  pending:
-    'RUN_FINISHED outcome success: pendingToolCallIds, when present, must list exactly the tool calls the run ' +
-    'started and did not answer with TOOL_CALL_RESULT',
-  interrupts:
-    'RUN_FINISHED outcome interrupt: at least one interrupt, each with an id (a resume entry answers it by ' +
-    'this id) and a reason',
-  usage:
-    'usage: TokenUsage[]: totalTokens is inputTokens plus outputTokens; reasoningTokens is part of ' +
-    'outputTokens; cachedInputTokens and cacheWriteInputTokens are part of inputTokens',
 };
 
 const SUBSET = new Set([
@@ -99,236 +75,8 @@ async function quietly<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-const runTag = (s: RunStream) => `${s.label} run …${s.input.runId.slice(-6)}`;
-
-/**
- * A rule judged on every stream the kit read, once all other checks ran. `judge` returns what breaks
- * the rule in one stream, or undefined. Streams the kit cut short (a tool call it never answered) are
- * judged only by rules that hold on a part of a stream (`whole: false`).
- */
-export function streamRule(
-  check: Omit<Check, 'run' | 'final'> & {
-    whole: boolean;
-    judge: (events: Event[], stream: RunStream) => string | undefined;
-    holds: string;
-  },
-): Check {
-  const { whole, judge, holds, ...rest } = check;
-  return {
-    ...rest,
-    final: true,
-    run: (ctx) => {
-      const streams = ctx.client.runs.filter((s) => s.res.status === 200 && (!whole || s.ended()));
-      must(streams.length > 0, 'no stream to judge: every POST /run of the kit was refused or cut short');
-      const broken = streams
-        .map((s) => [s, judge(s.events, s)] as const)
-        .filter(([, finding]) => finding !== undefined)
-        .map(([s, finding]) => `${runTag(s)}: ${finding}`);
-      must(
-        broken.length === 0,
-        [...broken.slice(0, 3), ...(broken.length > 3 ? [`and ${broken.length - 3} more streams`] : [])].join(
-          '\n',
-        ),
-      );
-      const events = streams.reduce((n, s) => n + s.events.length, 0);
-      return Promise.resolve(`${streams.length} streams, ${events} events: ${holds}`);
-    },
-  };
-}
-
-/** The outcome of a stream's RUN_FINISHED (AG-UI 1.0), if any. */
-const outcomeOf = (events: Event[]): Record<string, any> | undefined =>
-  events.find((e) => e.type === 'RUN_FINISHED')?.outcome as Record<string, any> | undefined;
-
-const describeEvent = (events: Event[], i: number) => `event ${i + 1} ${brief(events[i], 160)}`;
-
-/** The stream rules of the protocol's "Required lifecycle guarantees", one check each. */
-export const STREAM_RULES = [
-  streamRule({
-    id: 'L1.run-started-first',
-    level: 1,
-    title: 'RUN_STARTED is the first event',
-    source: { kind: 'protocol', clause: SEED.first },
-    whole: false,
-    holds: 'each starts with RUN_STARTED',
-    judge: (events) =>
-      events[0]?.type === 'RUN_STARTED'
-        ? undefined
-        : events.length
-          ? `the first event is ${events[0].type}; RUN_STARTED ${events.some((e) => e.type === 'RUN_STARTED') ? `comes as event ${events.findIndex((e) => e.type === 'RUN_STARTED') + 1}` : 'never comes'} (${sequence(events)})`
-          : 'no events',
-  }),
-  streamRule({
-    id: 'L1.one-terminal-last',
-    level: 1,
-    title: 'exactly one terminal event (RUN_FINISHED or RUN_ERROR), the last one: nothing after it',
-    source: { kind: 'protocol', clause: `${SEED.lifecycle} … ${SEED.last}` },
-    whole: true,
-    holds: 'each ends with its one terminal event',
-    judge: (events) => {
-      const ends = terminals(events);
-      if (ends.length === 0) return `no terminal event (${sequence(events)})`;
-      const first = events.indexOf(ends[0]);
-      if (first !== events.length - 1)
-        return `${describeEvent(events, first + 1)} comes after the terminal ${ends[0].type} (event ${first + 1}): ${sequence(events)}`;
-      return ends.length > 1 ? `${ends.length} terminal events` : undefined;
-    },
-  }),
-  streamRule({
-    id: 'L1.text-messages-closed',
-    level: 1,
-    title: 'every text message started is ended (TEXT_MESSAGE_END) before the stream ends',
-    source: { kind: 'protocol', clause: SEED.text },
-    whole: true,
-    holds: 'every TEXT_MESSAGE_START has its TEXT_MESSAGE_END',
-    judge: (events) => {
-      const open = ofType(events, 'TEXT_MESSAGE_START').filter(
-        (start) =>
-          !events
-            .slice(events.indexOf(start))
-            .some((e) => e.type === 'TEXT_MESSAGE_END' && e.messageId === start.messageId),
-      );
-      return open.length
-        ? `message ${open.map((s) => s.messageId).join(', ')} never ended: ${sequence(events)}`
-        : undefined;
-    },
-  }),
-  streamRule({
-    id: 'L1.tool-calls-closed',
-    level: 1,
-    title: 'every tool call started is ended (TOOL_CALL_END) before the stream ends',
-    source: { kind: 'protocol', clause: SEED.tool },
-    whole: true,
-    holds: 'every TOOL_CALL_START has its TOOL_CALL_END',
-    judge: (events) => {
-      const open = toolCalls(events).filter((c) => c.endIndex < events.indexOf(c.start));
-      return open.length
-        ? `tool call ${open.map((c) => c.toolCallId).join(', ')} never ended: ${sequence(events)}`
-        : undefined;
-    },
-  }),
-  streamRule({
-    id: 'L1.non-empty-delta',
-    level: 1,
-    title: 'every TEXT_MESSAGE_CONTENT has a non-empty delta',
-    source: { kind: 'protocol', clause: SEED.delta },
-    whole: false,
-    holds: 'no empty delta',
-    judge: (events) => {
-      const i = events.findIndex(
-        (e) => e.type === 'TEXT_MESSAGE_CONTENT' && (typeof e.delta !== 'string' || e.delta === ''),
-      );
-      return i < 0 ? undefined : describeEvent(events, i);
-    },
-  }),
-  streamRule({
-    id: 'L1.tool-args-json',
-    level: 1,
-    title: "each ended tool call's TOOL_CALL_ARGS deltas concatenate to valid JSON",
-    source: { kind: 'protocol', clause: SEED.args },
-    whole: false,
-    holds: 'the arguments of every tool call are JSON',
-    judge: (events) => {
-      for (const call of toolCalls(events).filter((c) => c.endIndex >= 0)) {
-        try {
-          JSON.parse(call.args);
-        } catch {
-          return `tool call ${call.toolCallId} (${call.name}): arguments ${brief(call.args)} are not JSON`;
-        }
-      }
-      return undefined;
-    },
-  }),
-  streamRule({
-    id: 'L1.ids-echoed',
-    level: 1,
-    title: "RUN_STARTED and RUN_FINISHED carry the request's threadId and runId",
-    source: { kind: 'protocol', clause: SEED.ids },
-    whole: false,
-    holds: "RUN_STARTED and RUN_FINISHED carry the request's ids",
-    judge: (events, s) => {
-      const i = events.findIndex(
-        (e) =>
-          (e.type === 'RUN_STARTED' || e.type === 'RUN_FINISHED') &&
-          (e.threadId !== s.input.threadId || e.runId !== s.input.runId),
-      );
-      return i < 0
-        ? undefined
-        : `${describeEvent(events, i)} where threadId ${s.input.threadId} and runId ${s.input.runId} were sent`;
-    },
-  }),
-  streamRule({
-    id: 'L1.pending-tool-calls',
-    level: 1,
-    title:
-      'RUN_FINISHED outcome.pendingToolCallIds, when sent, names exactly the tool calls the run left without a result',
-    source: { kind: 'ag-ui', clause: AG_UI_1.pending },
-    whole: true,
-    holds: 'every pendingToolCallIds sent names exactly the calls left without TOOL_CALL_RESULT',
-    judge: (events) => {
-      const pending = outcomeOf(events)?.pendingToolCallIds;
-      if (pending === undefined) return undefined;
-      if (!Array.isArray(pending)) return `pendingToolCallIds ${brief(pending)} is not a list`;
-      const due = toolCalls(events)
-        .filter((c) => c.results.length === 0)
-        .map((c) => c.toolCallId);
-      const same =
-        new Set(pending).size === pending.length &&
-        pending.length === due.length &&
-        due.every((id) => pending.includes(id));
-      return same
-        ? undefined
-        : `pendingToolCallIds [${pending.join(', ')}] where the run left [${due.join(', ')}] without a result: ${sequence(events)}`;
-    },
-  }),
-  streamRule({
-    id: 'L1.interrupts',
-    level: 1,
-    title: 'an interrupt outcome names at least one interrupt, each with its own id and a reason',
-    source: { kind: 'ag-ui', clause: AG_UI_1.interrupts },
-    whole: true,
-    holds: 'every interrupt outcome names its interrupts by distinct ids, with reasons',
-    judge: (events) => {
-      const outcome = outcomeOf(events);
-      if (outcome?.type !== 'interrupt') return undefined;
-      const list: any[] = Array.isArray(outcome.interrupts) ? outcome.interrupts : [];
-      if (list.length === 0) return `an interrupt outcome with nothing to answer: ${brief(outcome)}`;
-      const ids = list.map((i) => i?.id);
-      if (ids.some((id) => typeof id !== 'string' || id === '') || new Set(ids).size !== ids.length)
-        return `interrupt ids ${brief(ids)}: not distinct non-empty strings`;
-      const noReason = list.find((i) => typeof i.reason !== 'string' || i.reason === '');
-      return noReason ? `interrupt ${noReason.id} has no reason: ${brief(noReason)}` : undefined;
-    },
-  }),
-  streamRule({
-    id: 'L1.usage-accounting',
-    level: 1,
-    title: 'usage on RUN_FINISHED or RUN_ERROR, when sent, adds up as AG-UI 1.0 counts tokens',
-    source: { kind: 'ag-ui', clause: AG_UI_1.usage },
-    whole: true,
-    holds: 'every usage sent adds up',
-    judge: (events) => {
-      for (const end of terminals(events)) {
-        if (end.usage === undefined) continue;
-        if (!Array.isArray(end.usage)) return `${end.type} usage ${brief(end.usage)} is not a list`;
-        for (const u of end.usage as Record<string, unknown>[]) {
-          const n = (key: string) => (typeof u?.[key] === 'number' ? u[key] : undefined);
-          const [input, output, total] = [n('inputTokens'), n('outputTokens'), n('totalTokens')];
-          const wrong =
-            input !== undefined && output !== undefined && total !== undefined && total !== input + output
-              ? 'totalTokens is not inputTokens plus outputTokens'
-              : (n('reasoningTokens') ?? 0) > (output ?? Infinity)
-                ? 'reasoningTokens exceed outputTokens'
-                : Math.max(n('cachedInputTokens') ?? 0, n('cacheWriteInputTokens') ?? 0) > (input ?? Infinity)
-                  ? 'cached tokens exceed inputTokens'
-                  : undefined;
-          if (wrong) return `${end.type} usage ${brief(u)}: ${wrong}`;
-        }
-      }
-      return undefined;
-    },
-  }),
-];
+/** The protocol's stream rules (and AG-UI 1.0's), as checks that judge every stream the kit read. */
+export const STREAM_RULES = PROTOCOL_STREAM_RULES.map(streamRule);
 
 const RULE_IDS = STREAM_RULES.map((r) => r.id);
 
@@ -419,30 +167,6 @@ const LEVEL_1: Check[] = [
     },
   },
   {
-    id: 'L1.ag-ui-schema',
-    level: 1,
-    final: true,
-    title: 'every event is valid against the AG-UI 1.0 event schema (@ag-ui/core EventSchema)',
-    source: {
-      kind: 'ag-ui',
-      clause: 'the event types and fields of @ag-ui/core 1.0 (EventSchema)',
-    },
-    run: (ctx) => {
-      const streams = ctx.client.runs.filter((s) => s.res.status === 200);
-      must(streams.length > 0, 'no stream to judge');
-      const bad: string[] = [];
-      let n = 0;
-      for (const s of streams)
-        for (const e of s.events) {
-          n++;
-          const parsed = EventSchema.safeParse(e);
-          if (!parsed.success) bad.push(`${runTag(s)}: ${e.type}: ${brief(parsed.error.message, 300)}`);
-        }
-      must(bad.length === 0, bad.join('\n'));
-      return Promise.resolve(`${n} events of ${streams.length} streams valid`);
-    },
-  },
-  {
     id: 'L1.event-subset',
     level: 1,
     final: true,
@@ -464,7 +188,7 @@ const LEVEL_1: Check[] = [
       kind: 'ag-ui',
       clause: 'a stream the reference client @ag-ui/client 1.0 accepts (it verifies the event order)',
     },
-    after: [...RULE_IDS, 'L1.sse-events', 'L1.ag-ui-schema'],
+    after: [...RULE_IDS, 'L1.sse-events'],
     run: async (ctx) => {
       const agent = new HttpAgent({
         url: `${ctx.client.base}/run`,
@@ -666,7 +390,7 @@ const LEVEL_2: Check[] = [
 ];
 
 /** The kit's server tool run, shared by the checks that only read it. */
-export const serverToolRun = (ctx: CheckContext) =>
+const serverToolRun = (ctx: CheckContext) =>
   ctx.shared('server tool run', async () => {
     const stream = await ctx.client.run(body(ctx, ctx.options.prompts.serverTool));
     accepted(stream);

@@ -294,11 +294,13 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
   it('ends the log of a run whose instance died (ended INTERRUPTED by another) the same way for every reader', async () => {
     const runId = `run-orphan-${Date.now()}`;
     const threadId = `thread-orphan-${Date.now()}`;
+    // Timestamps of a run that died ten seconds ago: the stream rules take epoch milliseconds near now.
+    const t = Date.now() - 10_000;
     const events = [
-      { type: 'RUN_STARTED', timestamp: 1, threadId, runId },
-      { type: 'STEP_STARTED', timestamp: 2, stepName: 'step-1' },
-      { type: 'TEXT_MESSAGE_START', timestamp: 3, messageId: 'm1', role: 'assistant' },
-      { type: 'TEXT_MESSAGE_CONTENT', timestamp: 4, messageId: 'm1', delta: 'Half an ans' },
+      { type: 'RUN_STARTED', timestamp: t, threadId, runId },
+      { type: 'STEP_STARTED', timestamp: t + 1, stepName: 'step-1' },
+      { type: 'TEXT_MESSAGE_START', timestamp: t + 2, messageId: 'm1', role: 'assistant' },
+      { type: 'TEXT_MESSAGE_CONTENT', timestamp: t + 3, messageId: 'm1', delta: 'Half an ans' },
     ];
     const frames = events.map((e, i) => `id: ${i + 1}\ndata: ${JSON.stringify(e)}\n\n`).join('');
     await db(async (c) => {

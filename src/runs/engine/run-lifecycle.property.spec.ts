@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { AguiEvent, RunErrorCode, UpstreamEvent } from '../../protocol/agui-events';
+import { AguiEvent, RUN_ERROR_CODES, RunErrorCode, UpstreamEvent } from '../../protocol/agui-events';
 import {
   isPlainObject,
   checkStream,
@@ -8,7 +8,6 @@ import {
   bare,
   of,
   type Harness,
-  ERROR_CODES,
   FINISHED,
 } from './run-lifecycle.spec-support';
 
@@ -109,7 +108,7 @@ const ending: fc.Arbitrary<Ending> = fc.oneof(
   }),
   fc.record({
     kind: fc.constant('fail' as const),
-    code: fc.constantFrom(...ERROR_CODES),
+    code: fc.constantFrom(...RUN_ERROR_CODES),
     message: fc.oneof(fc.constant(''), fc.string({ minLength: 1, maxLength: 20 })),
   }),
   fc.record({ kind: fc.constant('none' as const) }),

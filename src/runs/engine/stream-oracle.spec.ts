@@ -6,7 +6,8 @@ import { THREAD, RUN, checkStream } from './run-lifecycle.spec-support';
 // ---------------------------------------------------------------------------------------------------
 
 describe('checkStream (the test oracle)', () => {
-  const t = 1_700_000_000_000;
+  // Now, not a fixed instant: X1.timestamps refuses a timestamp more than a day from now.
+  const t = Date.now();
   const S = { type: 'RUN_STARTED', timestamp: t, threadId: THREAD, runId: RUN } as AguiEvent;
   const F = { type: 'RUN_FINISHED', timestamp: t, threadId: THREAD, runId: RUN } as AguiEvent;
   const ev = (e: Record<string, unknown>) => ({ timestamp: t, ...e }) as unknown as AguiEvent;
@@ -29,24 +30,28 @@ describe('checkStream (the test oracle)', () => {
   });
 
   it.each([
-    ['no RUN_STARTED', [F], /at least/],
-    ['RUN_STARTED twice', [S, S, F], /first and only once/],
-    ['no terminal', [S, ev({ type: 'STEP_STARTED', stepName: 's' })], /last event must be/],
-    ['two terminals', [S, F, F], /nothing may follow/],
+    ['no RUN_STARTED', [F], /L1\.run-started-first: the first event is RUN_FINISHED/],
+    ['RUN_STARTED twice', [S, S, F], /L1\.open-before-use: event 2 .*: the run is already open/],
+    [
+      'no terminal',
+      [S, ev({ type: 'STEP_STARTED', stepName: 's' })],
+      /L1\.one-terminal-last: no terminal event/,
+    ],
+    ['two terminals', [S, F, F], /L1\.one-terminal-last: event 3 .* comes after the terminal/],
     [
       'an event after the terminal',
       [S, F, ev({ type: 'STEP_STARTED', stepName: 's' })],
-      /nothing may follow/,
+      /L1\.one-terminal-last: event 3 .* comes after the terminal/,
     ],
     [
       'an unclosed text',
       [S, ev({ type: 'TEXT_MESSAGE_START', messageId: 'm', role: 'assistant' }), F],
-      /not closed/,
+      /L1\.text-messages-closed: message m never ended/,
     ],
     [
       'content without start',
       [S, ev({ type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: 'x' }), F],
-      /not open/,
+      /L1\.open-before-use: event 2 .*: text message m is not open/,
     ],
     [
       'an empty delta',
@@ -57,7 +62,7 @@ describe('checkStream (the test oracle)', () => {
         ev({ type: 'TEXT_MESSAGE_END', messageId: 'm' }),
         F,
       ],
-      /'delta' must not be empty/,
+      /L1\.non-empty-delta: event 3 /,
     ],
     [
       'a message id started twice',
@@ -69,7 +74,7 @@ describe('checkStream (the test oracle)', () => {
         ev({ type: 'TEXT_MESSAGE_END', messageId: 'm' }),
         F,
       ],
-      /started twice/,
+      /X1\.unique-ids: event 4 .*: m already names another/,
     ],
     [
       'args that are not an object',
@@ -80,12 +85,12 @@ describe('checkStream (the test oracle)', () => {
         ev({ type: 'TOOL_CALL_END', toolCallId: 'c' }),
         F,
       ],
-      /not a JSON object/,
+      /X1\.tool-args-object: tool call c \(f\): arguments \[1\] are not a JSON object/,
     ],
     [
       'an empty parentMessageId',
       [S, ev({ type: 'TOOL_CALL_START', toolCallId: 'c', toolCallName: 'f', parentMessageId: '' }), F],
-      /'parentMessageId' must not be empty/,
+      /X2\.parent-message-id: event 2 /,
     ],
     [
       'a result before END',
@@ -95,17 +100,53 @@ describe('checkStream (the test oracle)', () => {
         ev({ type: 'TOOL_CALL_RESULT', messageId: 'r', toolCallId: 'c', content: 'x', role: 'tool' }),
         F,
       ],
-      /before its TOOL_CALL_END/,
+      /X2\.tool-results: event 3 .*: before its TOOL_CALL_END/,
     ],
-    ['an unbalanced step', [S, ev({ type: 'STEP_FINISHED', stepName: 's' }), F], /not open/],
-    ['a float timestamp', [S, { ...F, timestamp: 1.5 }], /integer/],
-    ['a null field', [S, { ...F, result: null } as unknown as AguiEvent], /null or undefined/],
-    ['an undefined field', [S, { ...F, result: undefined } as unknown as AguiEvent], /null or undefined/],
-    ['a stray field', [S, { ...F, extra: 1 } as unknown as AguiEvent], /unexpected field 'extra'/],
+    [
+      'an unbalanced step',
+      [S, ev({ type: 'STEP_FINISHED', stepName: 's' }), F],
+      /L1\.open-before-use: event 2 .*: step s is not open/,
+    ],
+    ['a float timestamp', [S, { ...F, timestamp: 1.5 }], /X1\.timestamps: event 2 /],
+    [
+      'a null field',
+      [S, { ...F, result: null } as unknown as AguiEvent],
+      /X1\.no-null: null at event 2\.result/,
+    ],
+    [
+      'an undefined field',
+      [S, { ...F, result: undefined } as unknown as AguiEvent],
+      /X1\.event-fields: event 2 .*: it does not survive a JSON round trip/,
+    ],
+    [
+      'a stray field',
+      [S, { ...F, extra: 1 } as unknown as AguiEvent],
+      /X1\.event-fields: event 2 .*: unexpected field 'extra'/,
+    ],
     [
       'an unknown error code',
       [S, ev({ type: 'RUN_ERROR', message: 'x', code: 'OOPS' })],
-      /unknown error code/,
+      /X1\.event-fields: event 2 .*: unknown error code OOPS/,
+    ],
+    [
+      'a step left open',
+      [S, ev({ type: 'STEP_STARTED', stepName: 's' }), F],
+      /X1\.reasoning-and-steps: step s not ended before the terminal RUN_FINISHED/,
+    ],
+    [
+      'a reasoning message outside its reasoning span',
+      [
+        S,
+        ev({ type: 'REASONING_MESSAGE_START', messageId: 'r', role: 'reasoning' }),
+        ev({ type: 'REASONING_MESSAGE_END', messageId: 'r' }),
+        F,
+      ],
+      /X1\.reasoning-and-steps: event 2 .*: outside REASONING_START and REASONING_END/,
+    ],
+    [
+      'a result for a call never started',
+      [S, ev({ type: 'TOOL_CALL_RESULT', messageId: 'r', toolCallId: 'c', content: 'x', role: 'tool' }), F],
+      /X2\.tool-results: event 2 .*: for a tool call the run never started/,
     ],
   ])('refuses %s', (_label, events, rule) => {
     expect(() => checkStream(events)).toThrow(rule);
