@@ -503,6 +503,8 @@ describe('examples/agents-config, as it is', () => {
       expect(listed.length).toBeGreaterThan(0);
       for (const request of listed) expect(request.authorization).toBe('Bearer service-token');
       expect(openai.requests[0].messages[0].content).toContain('You answer questions from the files');
+      // The caller's token goes to the CRM, never into the prompt (only the tool's own answer has it).
+      expect(JSON.stringify(openai.requests[0])).not.toContain(authorization.slice('Bearer '.length));
     } finally {
       await service.stop();
       await Promise.all([openai.close(), crm.close(), idp.close()]);

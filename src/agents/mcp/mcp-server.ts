@@ -338,8 +338,14 @@ function reportedByServer(err: unknown): boolean {
   return typeof id === 'string' && /TOOL_EXECUTION|TOOL_ERROR|IS_ERROR/i.test(id);
 }
 
-function firstLine(err: unknown): string {
+/**
+ * An error's first line, as `GET /agents` and the log show it: a URL's query and credentials are
+ * left out (an API key may ride there).
+ */
+export function firstLine(err: unknown): string {
   return String((err as Error)?.message ?? err)
     .split('\n')[0]
+    .replace(/(https?:\/\/)[^/\s@]*@/g, '$1')
+    .replace(/(https?:\/\/[^\s?#]*)[?#]\S*/g, '$1?…')
     .slice(0, 300);
 }
