@@ -1,6 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { trace } from '@opentelemetry/api';
 import { startApp, TestApp } from '../support/app';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startMcpTestServer } from '../support/mcp-test-server';
 import { startReceiver } from '../support/otlp-receiver';
 import { startOpenAiServer } from '../support/openai-server';
 import { openRun, runInput } from '../support/sse';
@@ -86,6 +90,37 @@ describe('traces (OTLP/HTTP)', () => {
     expect(
       receiver.spans.some((s) => s.name === 'POST /io-bridge/runs/:runId/tool-calls/:toolCallId/result'),
     ).toBe(true);
+  });
+
+  it("names an MCP tool's server on its span, and a tool the server failed is an error span", async () => {
+    const mcp = await startMcpTestServer();
+    const file = join(mkdtempSync(join(tmpdir(), 'traced-agents-')), 'agents.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mcpServers: { desk: { url: mcp.url } },
+        agents: { clerk: { instructions: 'You file things.', model: 'scripted', mcpServers: ['desk'] } },
+      }),
+    );
+    const t = await startApp({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, AGENTS_CONFIG: file });
+    const traceId = hex(16);
+    const input = runInput('/tool desk_echo {"text":"filed"}\n/tool desk_fail {}', {
+      forwardedProps: { agentId: 'clerk' },
+    });
+    try {
+      const run = await openRun(t.runUrl, input, { traceparent: `00-${traceId}-${hex(8)}-01` });
+      expect((await run.done).at(-1)!.event.type).toBe('RUN_FINISHED');
+    } finally {
+      await t.close();
+      await mcp.close();
+    }
+    const tools = receiver.spans.filter((s) => s.traceId === traceId && s.name.startsWith('execute_tool '));
+    expect(
+      tools.map((s) => [s.name, s.attributes['io_bridge.mcp.server'], s.status?.code ?? 0]).sort(),
+    ).toEqual([
+      ['execute_tool desk_echo', 'desk', 0],
+      ['execute_tool desk_fail', 'desk', 2 /* ERROR */],
+    ]);
   });
 
   it("records a failed run's outcome and code, and passes the trace context to an OpenAI-compatible provider", async () => {
