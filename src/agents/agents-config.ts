@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { safeErrorMessage } from '../common/errors';
 import { ConfigError } from '../config/config';
 
 const modelId = z.string().regex(/^(scripted|[a-z0-9-]+\/\S+)$/, "must be 'scripted' or a provider/model id");
@@ -118,7 +119,9 @@ export function loadAgentsConfig(
       text = readFileSync(path, 'utf8');
       raw = extname(path).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
     } catch (err) {
-      throw ConfigError.invalid([`AGENTS_CONFIG ${path}: cannot read it: ${firstLine(err)}`]);
+      throw ConfigError.invalid([
+        `AGENTS_CONFIG ${path}: cannot read it: ${safeErrorMessage(err, String(err))}`,
+      ]);
     }
   }
   const where = `AGENTS_CONFIG ${path ?? ''}`.trim();
@@ -276,10 +279,6 @@ function withEnvironment(
 
 function fieldOf(path: PropertyKey[]): string {
   return path.map(String).join('.') || '(the entry)';
-}
-
-function firstLine(err: unknown): string {
-  return String((err as Error)?.message ?? err).split('\n')[0];
 }
 
 /** A pattern of tool names (`*` any characters) as a test. */

@@ -3,12 +3,15 @@ import { Client, SSEClientTransport } from '@modelcontextprotocol/client';
 import type { RequestContext } from '@mastra/core/request-context';
 import { createTool, type Tool } from '@mastra/core/tools';
 import { linearTimeSchema } from '../../common/json-schema';
-import { ForwardAuth, RUN_CALLER_KEY, RunCaller } from '../tools/run-tools';
+import { ForwardAuth, identityIn } from '../tools/run-tools';
 
 type AnyTool = Tool<any, any, any, any, any, any, any>;
 
 /** An open connection to a server over the SSE transport of MCP's 2024-11-05 revision. */
 export type LegacySseConnection = { tools: Map<string, AnyTool>; close: () => Promise<void> };
+
+/** The id `@mastra/mcp` gives a tool error the server reported (`isError`); this transport's tools use it too. */
+export const MCP_TOOL_FAILED = 'MCP_CLIENT_TOOL_EXECUTION_FAILED';
 
 /** The identity header of the call in progress, for the POST its request makes. */
 const callIdentity = new AsyncLocalStorage<{ header: string; value: string } | undefined>();
@@ -56,9 +59,7 @@ export async function connectLegacySse(
                 requestContext?: RequestContext;
                 abortSignal?: AbortSignal;
               };
-              const caller: unknown = requestContext?.get(RUN_CALLER_KEY);
-              const identity =
-                forward && caller instanceof RunCaller ? caller.identityFor(forward) : undefined;
+              const identity = forward ? identityIn(requestContext, forward) : undefined;
               const result = await callIdentity.run(identity, () =>
                 client.callTool(
                   { name: tool.name, arguments: (input ?? {}) as Record<string, unknown> },
@@ -89,6 +90,6 @@ function toolError(content: unknown): Error {
         .join('\n')
     : '';
   return Object.assign(new Error(text || 'MCP tool execution failed'), {
-    id: 'MCP_CLIENT_TOOL_EXECUTION_FAILED',
+    id: MCP_TOOL_FAILED,
   });
 }

@@ -6,8 +6,8 @@ import { createTool, type Tool } from '@mastra/core/tools';
 import { modelToolName } from '../../protocol/tool-names';
 import type { Metrics } from '../../ops/metrics.service';
 import { McpServerEntry, toolMatcher } from '../agents-config';
-import { connectLegacySse } from './legacy-sse';
-import { MCP_SERVER_OF, RUN_CALLER_KEY, RunCaller } from '../tools/run-tools';
+import { connectLegacySse, MCP_TOOL_FAILED } from './legacy-sse';
+import { identityIn, MCP_SERVER_OF, RUN_CALLER_KEY } from '../tools/run-tools';
 
 type AnyTool = Tool<any, any, any, any, any, any, any>;
 
@@ -231,14 +231,10 @@ export class McpServer {
       ...(forward
         ? {
             fetch: (url: string | URL, init?: RequestInit, context?: RequestContext | null) => {
-              const caller: unknown = context?.get(RUN_CALLER_KEY);
               const headers = new Headers(init?.headers);
               // A tool call only: a reconnection the call set off (its handshake, a session's
               // stream) is the server's, not this caller's.
-              const identity =
-                caller instanceof RunCaller && isToolCall(init?.body)
-                  ? caller.identityFor(forward)
-                  : undefined;
+              const identity = isToolCall(init?.body) ? identityIn(context, forward) : undefined;
               if (identity) headers.set(identity.header, identity.value);
               return fetch(url, { ...init, headers });
             },
@@ -289,6 +285,8 @@ export class McpServer {
       if (!this.connection && this.retired) await this.connect();
       const made = this.connection ? this.discovered.get(tool) : undefined;
       if (!made?.execute) throw new Error(UNAVAILABLE(this.name));
+      // Only the caller: the run's other entries (forwardedProps, claims, its tool context) are not
+      // the MCP client's to see.
       const caller = ctx?.requestContext?.get(RUN_CALLER_KEY);
       const context = new RequestContext(caller ? [[RUN_CALLER_KEY, caller]] : []);
       const result = await made.execute(input, {
@@ -334,8 +332,7 @@ function isToolCall(body: unknown): boolean {
 
 /** A tool error the server reported in its result (`isError`): the connection is fine. */
 function reportedByServer(err: unknown): boolean {
-  const id = (err as { id?: unknown })?.id;
-  return typeof id === 'string' && /TOOL_EXECUTION|TOOL_ERROR|IS_ERROR/i.test(id);
+  return (err as { id?: unknown })?.id === MCP_TOOL_FAILED;
 }
 
 /**

@@ -61,6 +61,18 @@ export class RunCaller {
   }
 }
 
+/**
+ * The identity header `forward` asks for, of the run whose request context `context` is; none when
+ * it carries no caller (a request of the connection's own) or the caller has no such identity.
+ */
+export function identityIn(
+  context: { get(key: string): unknown } | null | undefined,
+  forward: ForwardAuth,
+): { header: string; value: string } | undefined {
+  const caller = context?.get(RUN_CALLER_KEY);
+  return caller instanceof RunCaller ? caller.identityFor(forward) : undefined;
+}
+
 /** A server tool call's bounds (0: none): TOOL_TIMEOUT_MS, MAX_TOOL_RESULT_BYTES. */
 export type ToolLimits = { timeoutMs: number; maxResultBytes: number };
 
