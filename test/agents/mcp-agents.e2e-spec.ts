@@ -264,6 +264,8 @@ describe('agents and MCP tools from AGENTS_CONFIG', () => {
     expect(lastType(frames)).toBe('RUN_FINISHED');
     const now = await agentView('desk');
     expect(now.mcpServers).toContainEqual({ name: 'desk', transport: 'http', status: 'connected' });
+    // Nor was it reconnected in between: a tool's own error says nothing of the connection.
+    expect(service.output()).not.toContain("MCP server 'desk': a call failed");
     const metrics = await (await fetch(`${service.origin}/metrics`)).text();
     expect(metrics).toMatch(
       /io_bridge_mcp_tool_calls_total\{server="desk",tool="fail",outcome="error"\} 1\b/,
