@@ -3,8 +3,30 @@
  * and so in CI. Features are agents/, threads/ and runs/; protocol/ holds the AG-UI wire types every
  * feature may use; common/, config/ and database/ are the ground they stand on.
  */
+/**
+ * The parts of a run, lowest first (docs/architecture.md#the-parts-of-a-run): each may import the
+ * parts before it, never one after it. The run routes (src/runs/*.ts) stand on all of them.
+ */
+const RUN_PARTS = ['events', 'storage', 'prepare', 'stream', 'tools', 'engine', 'durable'];
+
+const runPartRules = RUN_PARTS.slice(0, -1).map((part, i) => ({
+  name: `runs-${part}-below-${RUN_PARTS.slice(i + 1).join('-')}`,
+  severity: 'error',
+  comment: `src/runs/${part}/ is below ${RUN_PARTS.slice(i + 1).join(', ')}: it may not import them, nor the run routes (src/runs/*.ts).`,
+  from: { path: `^src/runs/${part}/` },
+  to: { path: [`^src/runs/(${RUN_PARTS.slice(i + 1).join('|')})/`, '^src/runs/[^/]+$'] },
+}));
+
 module.exports = {
   forbidden: [
+    ...runPartRules,
+    {
+      name: 'runs-durable-below-routes',
+      severity: 'error',
+      comment: 'src/runs/durable/ may not import the run routes (src/runs/*.ts): they stand on it.',
+      from: { path: '^src/runs/durable/' },
+      to: { path: '^src/runs/[^/]+$' },
+    },
     {
       name: 'no-circular',
       severity: 'error',

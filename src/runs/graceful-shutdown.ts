@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DrainState } from '../ops/drain.service';
-import { RunContinuations } from './durable/run-continuations';
+import { RunHandOver } from './durable/run-hand-over';
 import { LiveRuns } from './engine/live-runs';
 import { RunStreams } from './stream/run-streams.service';
 import { ThreadStreams } from './stream/thread-streams.service';
@@ -18,7 +18,7 @@ const runMoved = () =>
 
 /**
  * SIGTERM: readiness goes red and new runs are refused; live runs are handed over to the other
- * replicas at once (RunContinuations), and this replica relays their events to its clients, for up
+ * replicas at once (RunHandOver), and this replica relays their events to its clients, for up
  * to `SHUTDOWN_GRACE_MS`; streams still open then end with RUN_ERROR RUN_MOVED (their clients rejoin
  * elsewhere). Without a hand-over (SIGINT, a developer's Ctrl-C) runs get that long to finish, and
  * the rest end with RUN_ERROR SHUTTING_DOWN after closing what is open, and are recorded.
@@ -33,13 +33,13 @@ export class GracefulShutdown {
     private readonly runs: LiveRuns,
     private readonly streams: RunStreams,
     private readonly threadStreams: ThreadStreams,
-    private readonly continuations: RunContinuations,
+    private readonly runHandOver: RunHandOver,
   ) {}
 
   private async handOver(): Promise<void> {
     if (!this.runs.count) return;
     try {
-      await this.continuations.handOverAll();
+      await this.runHandOver.handOverAll();
     } catch (err) {
       // Their leases lapse by themselves: the others continue them a lease later.
       this.log.warn(`handing runs over failed: ${(err as Error).message}`);

@@ -1,17 +1,5 @@
 import { FairShares } from '../common/fair-shares';
-import {
-  Body,
-  Controller,
-  Get,
-  Headers,
-  HttpCode,
-  Inject,
-  Param,
-  Post,
-  Query,
-  Res,
-  UseGuards,
-} from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBody,
@@ -24,11 +12,8 @@ import {
   ApiTags,
   getSchemaPath,
 } from '@nestjs/swagger';
-import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import { CurrentPrincipal, type Principal } from '../auth/principal';
-import type { AppConfig } from '../config/config';
-import { APP_CONFIG } from '../config/config.module';
+import { CurrentPrincipal, idScope, type Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { ApiErrors } from '../common/api-errors.decorator';
 import { RunAgentInputDto, runExample } from '../protocol/run-agent-input.dto';
@@ -36,13 +21,14 @@ import { type RunAgentInput, RunAgentInputPipe } from '../protocol/run-agent-inp
 import { AcceptedView, RunView } from './dto/run-view.dto';
 import { AgUiEventFrame, RUN_STREAM_CONTENT, RUN_STREAM_DESCRIPTION } from '../protocol/run-events.dto';
 import { ToolResultDto } from './dto/tool-result.dto';
-import { RunsService } from './runs.service';
+import { RunRoute } from './run-route';
+import { RunViews } from './run-views.service';
+import { RunCancels } from './engine/run-cancels';
+import { FrontendToolResults } from './tools/frontend-tool-results';
 import { EARLY_RESULTS_PER_RUN } from './storage/tool-calls.repository';
 import { PinoLogger } from 'nestjs-pino';
-import { Metrics } from '../ops/metrics.service';
 import { RunRateLimitGuard } from './run-rate-limit.guard';
-import { SseConnection, SseWriter, SseWriterOptions, sseWriterOptions } from './stream/sse-writer';
-import { ThreadStreams } from './stream/thread-streams.service';
+import { SseResponses } from './stream/sse-responses';
 import { RunStreams } from './stream/run-streams.service';
 import { resumePoint } from './stream/resume-point';
 import { IoBridgeRoutes } from '../auth/io-bridge-routes';
@@ -63,13 +49,14 @@ import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 @IoBridgeRoutes()
 export class RunsController {
   constructor(
-    private readonly runs: RunsService,
+    private readonly route: RunRoute,
     private readonly streams: RunStreams,
-    private readonly threadStreams: ThreadStreams,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly metrics: Metrics,
+    private readonly sse: SseResponses,
     private readonly pino: PinoLogger,
     private readonly shares: FairShares,
+    private readonly views: RunViews,
+    private readonly cancels: RunCancels,
+    private readonly toolResults: FrontendToolResults,
   ) {}
 
   /** Starts a run and streams its AG-UI events (one request, one run, one terminal event). */
@@ -106,53 +93,12 @@ export class RunsController {
     QUOTA_EXCEEDED: "the owner's token budget for the window is spent; retry after Retry-After seconds",
     SHUTTING_DOWN: 'this instance is draining; retry',
   })
-  async run(
+  run(
     @Body(RunAgentInputPipe) input: RunAgentInput,
     @CurrentPrincipal() principal: Principal,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const started = process.hrtime.bigint();
-    // Heard while the run is claimed: a client that leaves meanwhile must not leave it running.
-    const clientGone = whileClaiming(reply.raw);
-    // Every log line of this run, in this request's context, names it.
-    this.pino.assign({ runId: input.runId, threadId: input.threadId, resourceId: principal.resourceId });
-    const run = await this.runs.start(
-      input,
-      principal,
-      clientGone.signal,
-      reply.request.socket.remoteAddress,
-    );
-    // From here the stream hears the client (SseWriter).
-    clientGone.stop();
-    // The run keeps its validated input; the parsed body Fastify holds for the request's length (the
-    // whole stream) is not read again.
-    reply.request.body = undefined;
-    if (!run) {
-      // Nobody to answer: the run was recorded cancelled; Fastify must not try to send a reply.
-      reply.hijack();
-      return;
-    }
-    this.metrics.timedByController.add(reply.raw);
-    const writer = new SseWriter(new SseConnection(reply, this.writerOptions()));
-    this.streams.open(input.runId, run.events$, run.disconnectGraceMs, run.abandon, writer);
-    if (!run.stateless) this.threadStreams.runStarted(input.threadId);
-    // RUN_STARTED was written synchronously; the whole request lasts until the stream ends.
-    this.metrics.timeToFirstEvent.observe(secondsSince(started));
-    this.observeDurationAtClose(reply.raw, started);
-  }
-
-  /**
-   * The run's request duration, observed when its stream closes. A method of its own: the listener,
-   * held for the length of the run, keeps only what it needs, not the handler's other variables.
-   */
-  private observeDurationAtClose(raw: ServerResponse, started: bigint): void {
-    // `close` comes once: `on` spares the wrapper `once` would keep for the length of the run.
-    raw.on('close', () =>
-      this.metrics.httpDuration.observe(
-        { method: 'POST', route: `${this.config.prefix}/run`, status: '200' },
-        secondsSince(started),
-      ),
-    );
+    return this.route.serve(input, principal, reply);
   }
 
   /**
@@ -206,19 +152,11 @@ export class RunsController {
     const run = await this.streams.find(runId, principal);
     // Taken before the events are read, released when the stream closes (or when nothing is streamed).
     const share = this.shares.takeReader(principal.resourceId, runId, reply.request.socket.remoteAddress);
-    reply.raw.once('close', share);
-    try {
+    await this.sse.holding(reply, share, async () => {
       const join = await this.streams.join(run, after);
-      if (join) join(new SseWriter(new SseConnection(reply, this.writerOptions()), after));
+      if (join) join(this.sse.writer(reply, after));
       else await reply.status(204).send();
-    } catch (err) {
-      share();
-      throw err;
-    }
-  }
-
-  private writerOptions(): SseWriterOptions {
-    return sseWriterOptions(this.config, this.metrics);
+    });
   }
 
   /** A frontend tool's result, delivered to the waiting run on whichever instance holds it. */
@@ -252,7 +190,10 @@ export class RunsController {
         { path: 'content', message: 'content (or result) or error is required' },
       ]);
     }
-    await this.runs.submitToolResult(runId, toolCallId, principal, { content, error: body.error });
+    await this.toolResults.post(runId, idScope(principal, 'write'), toolCallId, {
+      content,
+      error: body.error,
+    });
     return { accepted: true };
   }
 
@@ -266,7 +207,7 @@ export class RunsController {
     @Param('runId') runId: string,
     @CurrentPrincipal() principal: Principal,
   ): Promise<{ accepted: true }> {
-    await this.runs.cancel(runId, principal);
+    await this.cancels.cancel(runId, principal);
     return { accepted: true };
   }
 
@@ -276,7 +217,7 @@ export class RunsController {
   @ApiOkResponse({ type: RunView })
   @ApiErrors({ NOT_FOUND: "unknown run, or another owner's" })
   getRun(@Param('runId') runId: string, @CurrentPrincipal() principal: Principal): Promise<RunView> {
-    return this.runs.get(runId, principal);
+    return this.views.get(runId, principal);
   }
 }
 
@@ -289,15 +230,4 @@ function sequenceNumber(value: unknown, name: string): number {
     ]);
   }
   return Number(text);
-}
-
-const secondsSince = (started: bigint) => Number(process.hrtime.bigint() - started) / 1e9;
-
-/** Aborts `signal` when the client leaves, until `stop()`: only the claim needs to hear it. */
-function whileClaiming(raw: ServerResponse): { signal: AbortSignal; stop: () => void } {
-  const gone = new AbortController();
-  const left = () => gone.abort();
-  if (raw.destroyed) gone.abort();
-  else raw.on('close', left);
-  return { signal: gone.signal, stop: () => raw.off('close', left) };
 }

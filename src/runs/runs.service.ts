@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Subscribable } from 'rxjs';
-import { idScope, Principal } from '../auth/principal';
+import { Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { FairShares } from '../common/fair-shares';
 import type { AppConfig } from '../config/config';
@@ -10,22 +10,11 @@ import { Metrics } from '../ops/metrics.service';
 import { StoredMessage, titleFrom } from '../threads/message-format';
 import { AguiEvent } from '../protocol/agui-events';
 import { RunAgentInputDto } from '../protocol/run-agent-input.dto';
-import { RunView } from './dto/run-view.dto';
-import { isActiveStatus } from './storage/run.entity';
-import { FrontendToolBroker } from './tools/frontend-tools.broker';
 import { LiveRuns } from './engine/live-runs';
-import { MastraRunner } from './engine/mastra-runner';
-import { Carried, RunDeps, RunExecution } from './engine/run-execution';
-import { PipelineDeps, runEvents$ } from './engine/run-pipeline';
-import { HandedRun, LapsedRuns } from './durable/lapsed-runs';
-import { RunStreams } from './stream/run-streams.service';
-import { Wakes } from './durable/wakes';
-import { PreparedRun, RunPreparer } from './engine/run-preparer';
+import { RunFactory } from './engine/run-factory';
+import { PreparedRun, RunPreparer } from './prepare/run-preparer';
 import { Claimed, ClaimRun, ConversationStore } from './storage/conversation.store';
-import { RunLeases } from './engine/run-leases';
 import { BusyThreads } from './engine/busy-threads';
-import { RunsRepository } from './storage/runs.repository';
-import { ToolCallsRepository } from './storage/tool-calls.repository';
 import { AnsweredInterrupt, InterruptsRepository } from './storage/interrupts.repository';
 
 /**
@@ -55,60 +44,24 @@ export type StartedRun = {
 @Injectable()
 export class RunsService {
   private readonly log = new Logger(RunsService.name);
-  private readonly deps: RunDeps;
-  private readonly pipelineDeps: PipelineDeps;
   /** TOKEN_BUDGET_PER_OWNER and its window: an owner's own budget (owner_quotas) overrides it in the claim. */
   private readonly budget: { tokens: number | null; windowMs: number };
+  private readonly leaseMs: number;
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly preparer: RunPreparer,
-    private readonly runner: MastraRunner,
+    private readonly factory: RunFactory,
     private readonly live: LiveRuns,
-    private readonly runs: RunsRepository,
-    private readonly toolCalls: ToolCallsRepository,
-    private readonly broker: FrontendToolBroker,
     private readonly conversations: ConversationStore,
-    private readonly leases: RunLeases,
-    private readonly drain: DrainState,
-    private readonly metrics: Metrics,
-    private readonly shares: FairShares,
     private readonly interrupts: InterruptsRepository,
     private readonly busyThreads: BusyThreads,
-    streams: RunStreams,
-    lapsed: LapsedRuns,
-    private readonly wakes: Wakes,
+    private readonly drain: DrainState,
+    private readonly shares: FairShares,
+    private readonly metrics: Metrics,
   ) {
     this.budget = { tokens: config.budgets.tokens ?? null, windowMs: config.budgets.windowMs };
-    const park = async (run: HandedRun, toolCallId: string, remainingMs: number) => {
-      // Its readers here follow storage; what its log framed is stored before the run is parked.
-      streams.handOver(run.id);
-      await streams.flush();
-      if (await lapsed.park(run, toolCallId, remainingMs))
-        this.log.log(`run ${run.id}: parked, waiting for the result of tool call ${toolCallId}`);
-    };
-    this.pipelineDeps = {
-      runner,
-      live,
-      log: this.log,
-      park: (run, toolCallId, remainingMs) =>
-        // Not parked: its lease lapses, and the reaper continues it (the step runs again).
-        void park(run, toolCallId, remainingMs).catch((err: Error) =>
-          this.log.warn(`run ${run.id}: parking failed: ${err.message}`),
-        ),
-    };
-    this.deps = {
-      conversations,
-      interrupts,
-      approvalTtlMs: config.approvalTtlMs,
-      leases,
-      toolCalls,
-      broker,
-      frontendToolTimeoutMs: config.frontendToolTimeoutMs,
-      parkAfterMs: config.runParkAfterMs,
-      metrics,
-      log: this.log,
-    };
+    this.leaseMs = config.runLeaseMs;
   }
 
   /**
@@ -164,7 +117,7 @@ export class RunsService {
       runId: input.runId,
       resourceId: principal.resourceId,
       agentId: prepared.agent.definition.id,
-      leaseMs: this.leases.leaseMs,
+      leaseMs: this.leaseMs,
       // Untitled when a model names it: the run's own (generateTitle) or the agent's Memory.
       title:
         prepared.generateTitle || prepared.readOnly || prepared.agent.titlesThreads
@@ -206,8 +159,7 @@ export class RunsService {
       }
     }
     // Made here, not in the subscription, so that the closures below keep the run and not the history.
-    const execution = new RunExecution(prepared, this.deps, history, resumed);
-    const events$ = runEvents$(execution, this.pipelineDeps, share);
+    const { execution, events$ } = this.factory.make(prepared, history, resumed, share);
     const abandon = () => {
       if (execution.started && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
     };
@@ -270,22 +222,6 @@ export class RunsService {
     }
   }
 
-  /**
-   * A lapsed run this replica claimed (RunContinuations): it goes on from the steps an earlier
-   * replica completed (`carried`, also in `history`), its steps named after `stepsBefore`; the
-   * approvals its `resume` answered whose results no replica showed run (again) first.
-   */
-  continued(
-    prepared: PreparedRun,
-    history: StoredMessage[],
-    carried: Carried,
-    stepsBefore: number,
-    resumed: AnsweredInterrupt[] = [],
-  ): Subscribable<AguiEvent> {
-    const execution = new RunExecution(prepared, this.deps, history, resumed, carried);
-    return runEvents$(execution, this.pipelineDeps, () => undefined, { stepsBefore });
-  }
-
   /** A run whose client left before its stream began: recorded at once, so its thread is free. */
   private async cancelUnstarted(run: PreparedRun, message = 'The client disconnected'): Promise<void> {
     const end = { status: 'cancelled', code: 'CANCELLED', message } as const;
@@ -304,62 +240,5 @@ export class RunsService {
     }
     this.log.log(`run ${run.runId}: the client left before its stream began; recorded cancelled`);
     this.metrics.runOutcomes.inc({ status: end.status, code: end.code });
-  }
-
-  async get(runId: string, principal: Principal): Promise<RunView> {
-    const run = await this.runs.findOne(runId, idScope(principal, 'read'));
-    if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
-    const active = isActiveStatus(run.status);
-    return {
-      id: run.id,
-      threadId: run.threadId,
-      agentId: run.agentId,
-      status: run.status,
-      startedAt: run.startedAt.toISOString(),
-      ...(run.finishedAt ? { finishedAt: run.finishedAt.toISOString() } : {}),
-      ...(run.errorCode
-        ? { error: { code: run.errorCode, message: run.errorMessage ?? run.errorCode } }
-        : {}),
-      pendingToolCalls: active ? await this.toolCalls.pending(run.id, run.resourceId) : [],
-      ...(run.usage ? { usage: run.usage } : {}),
-      ...(await this.interruptsOf(run.id, run.resourceId)),
-    };
-  }
-
-  /** The run's open interrupts and the answers given to them (absent when none). */
-  private async interruptsOf(
-    runId: string,
-    resourceId: string,
-  ): Promise<Pick<RunView, 'interrupts' | 'approvals'>> {
-    const { interrupts, approvals } = await this.interrupts.ofRun(runId, resourceId);
-    return {
-      ...(interrupts.length ? { interrupts } : {}),
-      ...(approvals.length ? { approvals } : {}),
-    };
-  }
-
-  async submitToolResult(
-    runId: string,
-    toolCallId: string,
-    principal: Principal,
-    result: { content?: unknown; error?: string },
-  ): Promise<void> {
-    const owner = idScope(principal, 'write');
-    const stored = await this.toolCalls.submit(runId, owner, toolCallId, result);
-    // A parked run goes on here, now.
-    if (stored === 'woke') this.wakes.request();
-    // Kept while the run registers the call (a result posted on TOOL_CALL_START); a made-up call is a 404.
-    if (stored === 'early' && !(await this.toolCalls.awaitRegistration(runId, owner, toolCallId))) {
-      throw new DomainError('NOT_FOUND', `Tool call '${toolCallId}' not found in run '${runId}'`);
-    }
-  }
-
-  async cancel(runId: string, principal: Principal): Promise<void> {
-    const run = await this.runs.findOne(runId, idScope(principal, 'write'));
-    if (!run) throw new DomainError('NOT_FOUND', `Run '${runId}' not found`);
-    if (!isActiveStatus(run.status)) {
-      throw new DomainError('RUN_NOT_ACTIVE', `Run '${runId}' is not active`);
-    }
-    await this.broker.requestCancel(runId);
   }
 }

@@ -1,4 +1,4 @@
-import { Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
+import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { ApiHeader, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { PinoLogger } from 'nestjs-pino';
@@ -6,11 +6,8 @@ import { CurrentPrincipal, type Principal } from '../auth/principal';
 import { ApiErrors } from '../common/api-errors.decorator';
 import { DomainError } from '../common/errors';
 import { FairShares } from '../common/fair-shares';
-import type { AppConfig } from '../config/config';
-import { APP_CONFIG } from '../config/config.module';
-import { Metrics } from '../ops/metrics.service';
 import { RUN_STREAM_CONTENT } from '../protocol/run-events.dto';
-import { SseConnection, sseWriterOptions } from './stream/sse-writer';
+import { SseResponses } from './stream/sse-responses';
 import { parseThreadEventId, ThreadPosition, ThreadStreams } from './stream/thread-streams.service';
 import { resumePoint } from './stream/resume-point';
 import { IoBridgeRoutes } from '../auth/io-bridge-routes';
@@ -35,8 +32,7 @@ import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 export class ThreadEventsController {
   constructor(
     private readonly threads: ThreadStreams,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly metrics: Metrics,
+    private readonly sse: SseResponses,
     private readonly pino: PinoLogger,
     private readonly shares: FairShares,
   ) {}
@@ -92,14 +88,10 @@ export class ThreadEventsController {
       threadId,
       reply.request.socket.remoteAddress,
     );
-    reply.raw.once('close', share);
-    try {
+    await this.sse.holding(reply, share, async () => {
       const follow = await this.threads.join(thread, after);
-      follow(new SseConnection(reply, sseWriterOptions(this.config, this.metrics)));
-    } catch (err) {
-      share();
-      throw err;
-    }
+      follow(this.sse.connection(reply));
+    });
   }
 }
 

@@ -93,13 +93,15 @@ describe('repositories: owner scoping', () => {
       expect(await repo.submit(runId, ANY_OWNER, 'c1', { content: 'x' })).toBe('submitted');
     });
 
-    it("awaitRegistration: another owner neither sees nor withdraws the owner's early result", async () => {
+    it("registration, withdrawEarly: another owner neither sees nor withdraws the owner's early result", async () => {
       const runId = await liveRun();
       await insertCall(runId, 'c1', 'early');
       const before = await snapshot(runId);
-      expect(await repo.awaitRegistration(runId, other, 'c1', 50)).toBe(false);
+      expect(await repo.registration(runId, other, 'c1')).toBe('none');
+      expect(await repo.withdrawEarly(runId, other, 'c1')).toBe(false);
       expect(await snapshot(runId)).toEqual(before);
-      expect(await repo.awaitRegistration(runId, ANY_OWNER, 'c1', 50)).toBe(false);
+      expect(await repo.registration(runId, ANY_OWNER, 'c1')).toBe('early');
+      expect(await repo.withdrawEarly(runId, ANY_OWNER, 'c1')).toBe(true);
       expect((await snapshot(runId)).calls).toEqual([]);
     });
 

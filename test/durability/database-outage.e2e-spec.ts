@@ -108,7 +108,7 @@ async function refusedLines(count: number): Promise<LogLine[]> {
 /** The one error line naming the run whose end could not be recorded. */
 async function lostEndLine(runId: string): Promise<void> {
   const lines = await serviceLogs.takeWhen((l) => lostEnd(l) && l.runId === runId);
-  expect(lines).toEqual([expect.objectContaining({ level: LEVEL.error, context: 'RunsService', runId })]);
+  expect(lines).toEqual([expect.objectContaining({ level: LEVEL.error, context: 'RunRecorder', runId })]);
 }
 
 const ready = (t: TestApp) => call(`${t.baseUrl}/health/ready`);

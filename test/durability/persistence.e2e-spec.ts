@@ -1,4 +1,4 @@
-import { LapsedRuns } from '../../src/runs/durable/lapsed-runs';
+import { LapsedRunsRepository } from '../../src/runs/storage/lapsed-runs.repository';
 import { db, startApp, TestApp } from '../support/app';
 import { memoryOf, openRun, runInput, runToFrames, shownText, types, uid } from '../support/sse';
 
@@ -170,7 +170,7 @@ describe('memory decides persistence', () => {
         [runId, threadId, JSON.stringify([{ id: uid('cp'), role: 'assistant', content: 'shown' }])],
       ),
     );
-    expect(await t.app.get(LapsedRuns).endLapsed(threadId)).toEqual([runId]);
+    expect(await t.app.get(LapsedRunsRepository).endLapsed(threadId)).toEqual([runId]);
     expect((await stored(threadId)).messages).toEqual([]);
     expect(await (await api(t, `/runs/${runId}`)).json()).toMatchObject({
       status: 'error',

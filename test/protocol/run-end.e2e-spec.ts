@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Client } from 'pg';
-import { LapsedRuns } from '../../src/runs/durable/lapsed-runs';
+import { LapsedRunsRepository } from '../../src/runs/storage/lapsed-runs.repository';
 import { db, endedRunRow, eventually, runRow, startApp, TestApp } from '../support/app';
 import { openRun, postRun, runInput, runToFrames, types, uid } from '../support/sse';
 import { assertStreamRules } from '../support/stream-rules';
@@ -105,7 +105,7 @@ describe('a run whose lease another instance took', () => {
     );
 
     // As after an outage of this instance longer than its lease: the lease lapses and a reaper ends the run.
-    const reaper = t.app.get(LapsedRuns);
+    const reaper = t.app.get(LapsedRunsRepository);
     const reapedAt = await eventually(async () => {
       await db((c) =>
         c.query(`UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [

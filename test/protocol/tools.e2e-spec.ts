@@ -539,14 +539,16 @@ describe('a frontend tool result posted before its call is registered', () => {
       expect(await repo.submit(runId, owner, 'registered', { content: 1 })).toBe('submitted');
     });
 
-    it('awaitRegistration: true once the run registers the call, false (and withdrawn) when it never does', async () => {
+    it('registration: early until the run registers the call; a result never registered is withdrawn', async () => {
       const runId = await liveRun();
       await repo.submit(runId, owner, 'soon', { content: 1 });
-      const registered = repo.awaitRegistration(runId, owner, 'soon', 5000);
+      expect(await repo.registration(runId, owner, 'soon')).toBe('early');
       await repo.register(runId, owner, 'soon', 'get_city');
-      expect(await registered).toBe(true);
+      expect(await repo.registration(runId, owner, 'soon')).toBe('registered');
+      expect(await repo.withdrawEarly(runId, owner, 'soon')).toBe(false);
       await repo.submit(runId, owner, 'never', { content: 1 });
-      expect(await repo.awaitRegistration(runId, owner, 'never', 200)).toBe(false);
+      expect(await repo.withdrawEarly(runId, owner, 'never')).toBe(true);
+      expect(await repo.registration(runId, owner, 'never')).toBe('none');
       expect((await row(runId)).map((r) => r.status)).toEqual(['submitted']);
     });
 

@@ -5,8 +5,8 @@ import { APP_CONFIG } from '../../config/config.module';
 import { PgNotifications } from '../../database/pg-notifications.service';
 import { announcedEnd, RUN_EVENTS_CHANNEL } from '../storage/run-events.repository';
 import { RunQueueRepository } from '../storage/run-queue.repository';
-import { FrontendToolBroker } from '../tools/frontend-tools.broker';
-import type { IfBusy } from './forwarded-props';
+import { RunCancels } from './run-cancels';
+import type { IfBusy } from '../prepare/forwarded-props';
 
 /** How long a place in a thread's queue lasts unless its replica renews it (each look does). */
 const PLACE_TTL_MS = 10_000;
@@ -33,7 +33,7 @@ export class BusyThreads implements OnModuleInit {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly queue: RunQueueRepository,
-    private readonly broker: FrontendToolBroker,
+    private readonly cancels: RunCancels,
     private readonly notifications: PgNotifications,
   ) {}
 
@@ -83,7 +83,7 @@ export class BusyThreads implements OnModuleInit {
         await this.until(place.active, deadline, gone, async () => {
           if (policy !== 'interrupt' || !place.active || place.active === cancelled) return;
           cancelled = place.active;
-          await this.broker.requestCancel(place.active);
+          await this.cancels.stop(place.active);
         });
       }
     } finally {

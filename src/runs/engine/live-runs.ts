@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { RunErrorCode } from '../../protocol/agui-events';
-import type { HandedRun } from '../durable/lapsed-runs';
+import type { HandedOverRun } from '../storage/lapsed-runs.repository';
 
 /** A run streaming on this instance, as shutdown sees it. */
 export type LiveRun = {
@@ -9,7 +9,7 @@ export type LiveRun = {
   readonly stopping: boolean;
   stop(code: RunErrorCode, message: string): void;
   /** Stops it here without an end, for another replica to continue; undefined when it is ending anyway. */
-  handOver(): HandedRun | undefined;
+  handOver(): HandedOverRun | undefined;
 };
 
 /** How long a run of a busy thread has to be heard stopping: a client's disconnect arrives within it. */
@@ -68,7 +68,7 @@ export class LiveRuns {
   }
 
   /** Stops every run that is not ending here without an end (a drain hands them over); returns them. */
-  handOverAll(): HandedRun[] {
+  handOverAll(): HandedOverRun[] {
     return [...this.runs].flatMap((run) => run.handOver() ?? []);
   }
 

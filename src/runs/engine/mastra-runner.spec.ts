@@ -5,7 +5,7 @@ import { first, firstValueFrom, lastValueFrom, Observable, tap, toArray } from '
 import { abortableModel } from '../../agents/abortable-model';
 import { ScriptedModel } from '../../agents/scripted-model';
 import { MastraRunner } from './mastra-runner';
-import { MastraChunk } from './mastra-to-agui';
+import { MastraChunk } from '../events/mastra-to-agui';
 
 /** The scripted model, keeping the abort signal of every provider call it gets. */
 class SignalRecordingModel extends ScriptedModel {

@@ -4,17 +4,8 @@ import { RequestContext } from '@mastra/core/request-context';
 import { defer, Observable, Subscriber, switchMap, TeardownLogic } from 'rxjs';
 import { MODEL_SIGNAL_KEY } from '../../agents/abortable-model';
 import { largeWorkTurns } from '../../common/turn-share';
-import { MastraChunk } from './mastra-to-agui';
-
-/** One call of `agent.stream()`, as the runner makes it. */
-export type AgentCall = {
-  /** `agent.stream()` options, except `abortSignal` and `requestContext` (see `signal` and `context`). */
-  options?: Record<string, unknown>;
-  /** The request context's entries: the agent's tools and model read them. */
-  context?: Record<string, unknown>;
-  /** Stops the call, as unsubscribing does. */
-  signal?: AbortSignal;
-};
+import { MastraChunk } from '../events/mastra-to-agui';
+import type { AgentCall } from '../prepare/agent-call';
 
 /**
  * Messages handed to the engine for about a millisecond of its work on them before the first step (its

@@ -6,8 +6,8 @@ import { z } from 'zod';
 import { ScriptedModel } from '../../agents/scripted-model';
 import { AguiEvent } from '../../protocol/agui-events';
 import { MastraRunner } from './mastra-runner';
-import { Outcome, translate } from './mastra-to-agui';
-import { guardLifecycle, Stopped, Terminal } from './lifecycle-guard';
+import { Outcome, translate } from '../events/mastra-to-agui';
+import { guardLifecycle, Stopped, Terminal } from '../events/lifecycle-guard';
 import {
   THREAD,
   RUN,
@@ -17,7 +17,7 @@ import {
   harness,
   bare,
   of,
-} from './run-lifecycle.spec-support';
+} from '../events/run-lifecycle.spec-support';
 
 describe('a real Mastra agent with the scripted model, through MastraRunner, translate() and guardLifecycle()', () => {
   const add = createTool({

@@ -7,8 +7,8 @@ import type { RunFinishedOutcome } from '../../protocol/outcomes';
 import type { TokenUsage } from '../../protocol/usage';
 import type { ApprovalRequest } from '../storage/interrupts.repository';
 import type { RunEnd } from '../storage/runs.repository';
-import type { Outcome } from './mastra-to-agui';
-import type { PreparedRun } from './run-preparer';
+import type { Outcome } from '../events/mastra-to-agui';
+import type { PreparedRun } from '../prepare/run-preparer';
 
 export const DATABASE_UNAVAILABLE = 'The database is unavailable; retry later';
 

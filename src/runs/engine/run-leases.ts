@@ -49,7 +49,7 @@ type Held = {
 };
 
 /**
- * Keeps the leases of this instance's runs fresh (runs whose lease lapsed are RunContinuations').
+ * Keeps the leases of this instance's runs fresh (runs whose lease lapsed are RunReaper's).
  * While runs stream, what they have shown is checkpointed (at most every CHECKPOINT_MS, one
  * statement for all of them), so a run whose instance is killed keeps it. A run whose row another
  * instance ended or took over is told so by the first renewal or checkpoint after it; a run whose

@@ -1,12 +1,15 @@
-import type { Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { AppConfig } from '../../config/config';
+import { APP_CONFIG } from '../../config/config.module';
 import type { RunFinishedOutcome } from '../../protocol/outcomes';
 import type { TokenUsage } from '../../protocol/usage';
 import type { StoredMessage } from '../../threads/message-format';
-import type { ConversationStore } from '../storage/conversation.store';
-import type { InterruptsRepository } from '../storage/interrupts.repository';
-import type { Terminal } from './lifecycle-guard';
+import { ConversationStore } from '../storage/conversation.store';
+import { InterruptsRepository } from '../storage/interrupts.repository';
+import type { Terminal } from '../events/lifecycle-guard';
 import { DATABASE_UNAVAILABLE, Ending, unrecorded } from './run-ending';
-import type { PreparedRun } from './run-preparer';
+import type { PreparedRun } from '../prepare/run-preparer';
+import { generateTitle } from './thread-title';
 
 /** What recording a run's end needs of the run. */
 export type Recording = {
@@ -17,70 +20,87 @@ export type Recording = {
   produced: StoredMessage[];
   /** Its lease could not be renewed and may lapse before the write ends. */
   leaseMayLapse: boolean;
-  deps: {
-    conversations: ConversationStore;
-    interrupts: InterruptsRepository;
-    approvalTtlMs: number;
-    log: Logger;
-  };
 };
 
 /**
- * Records a run's final status and the messages the client was shown (what was open closed first,
- * by the caller), before the terminal event goes out, so a client that sees it can rely on both;
- * returns the terminal event's content. Approvals the run stopped at become interrupts first. A
- * write that fails ends the run RUN_ERROR; one that may outlast the lease ends it at once
- * (SERVICE_UNAVAILABLE) and goes on by itself, so no other instance takes the thread while it streams.
+ * Records what a run's end leaves behind: its status and messages, its interrupts, and the title
+ * asked for (generateTitle), after the run, off the stream's path.
  */
-export async function recordEnding(ending: Ending, r: Recording): Promise<Terminal> {
-  const { run, deps } = r;
-  const { runId, threadId } = run;
-  const resourceId = run.principal.resourceId;
-  let terminal = ending.terminal;
-  let outcome: RunFinishedOutcome | undefined;
-  let end = ending.end;
-  if (ending.approvals) {
-    try {
-      const interrupts = await deps.interrupts.create(
-        { runId, threadId, resourceId },
-        ending.approvals,
-        deps.approvalTtlMs,
-      );
-      outcome = { type: 'interrupt', interrupts };
-    } catch (err) {
-      deps.log.error(`run ${runId}: could not record its interrupts: ${(err as Error).message}`);
-      terminal = unrecorded(err);
-      end = { status: 'error', ...terminal };
-    }
-  } else if (ending.pending) outcome = { type: 'success', pendingToolCallIds: ending.pending };
-  const written = deps.conversations
-    .endRun({
-      runId,
-      attempt: r.attempt,
-      threadId,
-      resourceId,
-      end: r.usage ? { ...end, usage: r.usage } : end,
-      produced: r.produced,
-    })
-    .then(
-      () => undefined,
-      (err: Error) => {
-        deps.log.error(`run ${runId}: could not record its end: ${err.message}`);
-        return err;
-      },
-    );
-  if (r.leaseMayLapse) {
-    // The lease may lapse before the driver's timeouts end the write, and another instance take the
-    // thread: the run ends now (RUN_ERROR SERVICE_UNAVAILABLE), the write goes on by itself.
-    terminal ??= { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE };
-  } else {
-    const failed = await written;
-    if (failed) terminal ??= unrecorded(failed);
+@Injectable()
+export class RunRecorder {
+  private readonly log = new Logger(RunRecorder.name);
+  private readonly approvalTtlMs: number;
+
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    private readonly conversations: ConversationStore,
+    private readonly interrupts: InterruptsRepository,
+  ) {
+    this.approvalTtlMs = config.approvalTtlMs;
   }
-  // AG-UI 1.0 usage reaches only a request that declared 1.x; the record keeps it for every client.
-  const usage = run.agUi1 && r.usage ? { usage: r.usage } : {};
-  if (terminal) return { ...terminal, ...usage };
-  // AG-UI 1.0 outcomes reach only a request that declared 1.x; the record keeps the interrupts for every client.
-  if (run.agUi1) outcome ??= { type: 'success' };
-  return { result: ending.result, ...(run.agUi1 && outcome ? { outcome } : {}), ...usage };
+
+  /** memoryOptions.generateTitle, once the run finished (generateTitle). */
+  title(run: PreparedRun, usage: readonly TokenUsage[] | undefined): void {
+    void generateTitle(run, this.conversations, this.log, usage);
+  }
+
+  /**
+   * Records a run's final status and the messages the client was shown (what was open closed first,
+   * by the caller), before the terminal event goes out, so a client that sees it can rely on both;
+   * returns the terminal event's content. Approvals the run stopped at become interrupts first. A
+   * write that fails ends the run RUN_ERROR; one that may outlast the lease ends it at once
+   * (SERVICE_UNAVAILABLE) and goes on by itself, so no other instance takes the thread while it streams.
+   */
+  async record(ending: Ending, r: Recording): Promise<Terminal> {
+    const { run } = r;
+    const { runId, threadId } = run;
+    const resourceId = run.principal.resourceId;
+    let terminal = ending.terminal;
+    let outcome: RunFinishedOutcome | undefined;
+    let end = ending.end;
+    if (ending.approvals) {
+      try {
+        const interrupts = await this.interrupts.create(
+          { runId, threadId, resourceId },
+          ending.approvals,
+          this.approvalTtlMs,
+        );
+        outcome = { type: 'interrupt', interrupts };
+      } catch (err) {
+        this.log.error(`run ${runId}: could not record its interrupts: ${(err as Error).message}`);
+        terminal = unrecorded(err);
+        end = { status: 'error', ...terminal };
+      }
+    } else if (ending.pending) outcome = { type: 'success', pendingToolCallIds: ending.pending };
+    const written = this.conversations
+      .endRun({
+        runId,
+        attempt: r.attempt,
+        threadId,
+        resourceId,
+        end: r.usage ? { ...end, usage: r.usage } : end,
+        produced: r.produced,
+      })
+      .then(
+        () => undefined,
+        (err: Error) => {
+          this.log.error(`run ${runId}: could not record its end: ${err.message}`);
+          return err;
+        },
+      );
+    if (r.leaseMayLapse) {
+      // The lease may lapse before the driver's timeouts end the write, and another instance take the
+      // thread: the run ends now (RUN_ERROR SERVICE_UNAVAILABLE), the write goes on by itself.
+      terminal ??= { code: 'SERVICE_UNAVAILABLE', message: DATABASE_UNAVAILABLE };
+    } else {
+      const failed = await written;
+      if (failed) terminal ??= unrecorded(failed);
+    }
+    // AG-UI 1.0 usage reaches only a request that declared 1.x; the record keeps it for every client.
+    const usage = run.agUi1 && r.usage ? { usage: r.usage } : {};
+    if (terminal) return { ...terminal, ...usage };
+    // AG-UI 1.0 outcomes reach only a request that declared 1.x; the record keeps the interrupts for every client.
+    if (run.agUi1) outcome ??= { type: 'success' };
+    return { result: ending.result, ...(run.agUi1 && outcome ? { outcome } : {}), ...usage };
+  }
 }

@@ -5,7 +5,7 @@ import type { ModelCallObserver } from '../../agents/model-calls';
 import { RUN_CONTEXT_KEY, RunToolContext } from '../../agents/tools/run-tools';
 import { addUsage, TokenUsage, tokensOf } from '../../protocol/usage';
 import type { ConversationStore } from '../storage/conversation.store';
-import type { PreparedRun } from './run-preparer';
+import type { PreparedRun } from '../prepare/run-preparer';
 
 /** How long the title may take; past it the call is abandoned (the thread keeps no title). */
 const TITLE_TIMEOUT_MS = 60_000;

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { LapsedRuns } from '../durable/lapsed-runs';
+import { LapsedRunsRepository } from './lapsed-runs.repository';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../../common/errors';
@@ -68,7 +68,7 @@ export type EndRun = {
  * lease, the incoming messages not stored yet, and the history the model sees: what can be refused
  * is refused there. Before the terminal event: the run's end and the messages it produced. A
  * stateless run (no memory named, no thread of the owner) is recorded, and nothing else. A run whose
- * instance died is continued elsewhere, or ended (LapsedRuns).
+ * instance died is continued elsewhere, or ended (LapsedRunsRepository).
  */
 @Injectable()
 export class ConversationStore {
@@ -76,7 +76,7 @@ export class ConversationStore {
     @InjectDataSource() private readonly db: DataSource,
     private readonly threads: ThreadsRepository,
     private readonly runs: RunsRepository,
-    private readonly lapsed: LapsedRuns,
+    private readonly lapsed: LapsedRunsRepository,
   ) {}
 
   /**

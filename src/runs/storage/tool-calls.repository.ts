@@ -15,16 +15,10 @@ export type { ToolResult };
 export const EARLY_RESULTS_PER_RUN = 32;
 
 /**
- * How long a post for a call the run has not registered waits for the registration: the gap between
- * TOOL_CALL_START and the commit is milliseconds, so a call still unknown after this is made up (404).
- */
-export const EARLY_RESULT_WAIT_MS = 2000;
-
-/**
  * The `run_tool_calls` table: frontend tool calls and their posted results. Every method takes the
  * run's owner and scopes each of its statements by it through the run: the run's own resourceId for
  * the run's own steps (register, take, abandon, pending), an OwnerScope, which may be any owner (see
- * `idScope`), for a post that reaches the run by its id (submit, awaitRegistration). Another owner's
+ * `idScope`), for a post that reaches the run by its id (submit, registration, withdrawEarly). Another owner's
  * calls are neither read nor written. A call's statements also move its run between `running` and
  * `waiting_for_tool`, in the same statement, so the run's status always matches its calls. A row is
  * `pending` (registered, no result), `early` (result posted before the run registered the call),
@@ -59,7 +53,7 @@ export class ToolCallsRepository {
    * (or another owner's), 409 RUN_NOT_ACTIVE for an ended run, 409 TOOL_RESULT_ALREADY_SUBMITTED for
    * a second result. A call the run has not registered yet gets its result kept as `early`, up to
    * EARLY_RESULTS_PER_RUN per run (404 past it, as for an unknown call): `early` is returned, and
-   * the caller confirms it with {@link awaitRegistration}. `woke`: the run was parked waiting for
+   * the caller confirms it with {@link registration}. `woke`: the run was parked waiting for
    * it; its lease lapsed, for the caller's replica to continue it.
    */
   async submit(
@@ -123,37 +117,33 @@ export class ToolCallsRepository {
     });
   }
 
-  /**
-   * Waits (bounded) until the run registers or takes an early result. True once it has; false when
-   * it never did, after which the result is withdrawn so a made-up call leaves nothing behind.
-   */
-  async awaitRegistration(
+  /** Whether the run registered the call a result was posted for (`early`: not yet; `none`: withdrawn, or never). */
+  async registration(
     runId: string,
     owner: OwnerScope,
     toolCallId: string,
-    timeoutMs = EARLY_RESULT_WAIT_MS,
-  ): Promise<boolean> {
-    const resourceId = ownerParam(owner);
-    const deadline = Date.now() + timeoutMs;
-    for (let pause = 5; Date.now() < deadline; pause = Math.min(pause * 2, 100)) {
-      await new Promise((resolve) =>
-        setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))),
-      );
-      const rows: Array<{ status: string }> = await this.db.query(
-        `SELECT c.status FROM run_tool_calls c JOIN runs r ON r.id = c.run_id
-          WHERE c.run_id = $1 AND c.tool_call_id = $2 AND ($3::text IS NULL OR r.resource_id = $3)`,
-        [runId, toolCallId, resourceId],
-      );
-      if (rows[0]?.status !== 'early') return rows.length > 0;
-    }
-    const withdrawn: unknown[] = await this.db.query(
-      `DELETE FROM run_tool_calls c USING runs r
-        WHERE c.run_id = $1 AND c.tool_call_id = $2 AND c.status = 'early' AND r.id = c.run_id
-          AND ($3::text IS NULL OR r.resource_id = $3)
-        RETURNING 1`,
-      [runId, toolCallId, resourceId],
+  ): Promise<'early' | 'registered' | 'none'> {
+    const rows: Array<{ status: string }> = await this.db.query(
+      `SELECT c.status FROM run_tool_calls c JOIN runs r ON r.id = c.run_id
+        WHERE c.run_id = $1 AND c.tool_call_id = $2 AND ($3::text IS NULL OR r.resource_id = $3)`,
+      [runId, toolCallId, ownerParam(owner)],
     );
-    return withdrawn.length === 0;
+    if (!rows.length) return 'none';
+    return rows[0].status === 'early' ? 'early' : 'registered';
+  }
+
+  /** Withdraws a result still early (its call was never registered); false when the run registered it meanwhile. */
+  async withdrawEarly(runId: string, owner: OwnerScope, toolCallId: string): Promise<boolean> {
+    const withdrawn: unknown[] = await this.db.query(
+      `WITH withdrawn AS (
+         DELETE FROM run_tool_calls c USING runs r
+          WHERE c.run_id = $1 AND c.tool_call_id = $2 AND c.status = 'early' AND r.id = c.run_id
+            AND ($3::text IS NULL OR r.resource_id = $3)
+          RETURNING 1)
+       SELECT * FROM withdrawn`,
+      [runId, toolCallId, ownerParam(owner)],
+    );
+    return withdrawn.length > 0;
   }
 
   /**

@@ -1,7 +1,8 @@
 import { Subject } from 'rxjs';
 import { AguiEvent } from '../../protocol/agui-events';
 import { Chunk, framesAfter, parseAnnouncement } from '../storage/run-events.repository';
-import { frame, FrameSink, parseFrames, RunLog } from './run-log';
+import { frame, parseFrames } from '../events/frames';
+import { FrameSink, RunLog } from './run-log';
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 

@@ -1,18 +1,7 @@
 import { Observer, Subscribable, Unsubscribable } from 'rxjs';
 import { AguiEvent } from '../../protocol/agui-events';
 import { Chunk } from '../storage/run-events.repository';
-
-/** One SSE frame (docs/protocol.md#the-stream): `id: <seq>` then `data: <json>`, LF only. */
-export const frame = (seq: number, event: AguiEvent): string =>
-  `id: ${seq}\ndata: ${JSON.stringify(event)}\n\n`;
-
-/** The events of frames written by {@link frame}, in order. */
-export function parseFrames(frames: string): AguiEvent[] {
-  return frames
-    .split('\n\n')
-    .filter(Boolean)
-    .map((f) => JSON.parse(f.slice(f.indexOf('\ndata: ') + 7)) as AguiEvent);
-}
+import { frame, withoutIds } from '../events/frames';
 
 /** How long a log keeps chunks it sent, for readers attaching after a read of storage. */
 const RECENT_MS = 1000;
@@ -35,9 +24,6 @@ export interface FrameSink {
    */
   end(unlogged?: string): void;
 }
-
-/** `frames` without their `id:` lines: events sent outside the log (a raw line never starts so inside JSON). */
-export const withoutIds = (frames: string): string => frames.replace(/^id: \d+\n/gm, '');
 
 export type RunLogOptions = {
   /** How long the run goes on once its last reader left, for someone to rejoin; 0: it stops at once. */

@@ -8,7 +8,7 @@ import { Metrics } from '../../ops/metrics.service';
 import { Chunk, Page, parseAnnouncement, RunEventsRepository } from '../storage/run-events.repository';
 import { isActiveStatus, Run } from '../storage/run.entity';
 import { RunsRepository } from '../storage/runs.repository';
-import { endOrphanedLog } from './orphaned-log';
+import { endOrphanedLog } from '../storage/orphaned-log';
 import { RunLog } from './run-log';
 import { RunWatches } from './run-watches';
 import { SseWriter } from './sse-writer';

@@ -1,5 +1,5 @@
 import { MonoTypeOperatorFunction, Observable, Observer, Subscriber } from 'rxjs';
-import type { MastraChunk } from '../engine/mastra-to-agui';
+import type { MastraChunk } from '../events/mastra-to-agui';
 
 /** What the stage asks of the run about each chunk (RunToolCalls). */
 export interface ChunkScreen {

@@ -1,5 +1,5 @@
 import type { Observer, Subscribable, Unsubscribable } from 'rxjs';
-import type { ReportedResult } from '../engine/lifecycle-guard';
+import type { ReportedResult } from '../events/lifecycle-guard';
 
 /**
  * The results a run's tools report, for its one reader (the guard). Not a Subject: that would hold

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { RequestContext } from '@mastra/core/request-context';
 import { RUN_CALLER_KEY } from '../../agents/tools/run-tools';
 import { safeErrorMessage } from '../../common/errors';
-import { callerOf } from '../engine/agent-call';
+import { callerOf } from '../prepare/agent-call';
 import type { StoredMessage } from '../../threads/message-format';
-import type { MastraChunk } from '../engine/mastra-to-agui';
-import type { PreparedRun } from '../engine/run-preparer';
+import type { MastraChunk } from '../events/mastra-to-agui';
+import type { PreparedRun } from '../prepare/run-preparer';
 import type { AnsweredInterrupt } from '../storage/interrupts.repository';
 
 /**

@@ -1,7 +1,7 @@
 import type { AguiEvent } from '../../protocol/agui-events';
-import type { MastraChunk } from '../engine/mastra-to-agui';
-import type { ReportedResult } from '../engine/lifecycle-guard';
-import type { PreparedRun } from '../engine/run-preparer';
+import type { MastraChunk } from '../events/mastra-to-agui';
+import type { ReportedResult } from '../events/lifecycle-guard';
+import type { PreparedRun } from '../prepare/run-preparer';
 import type { ApprovalRequest } from '../storage/interrupts.repository';
 import type { ToolCallsRepository } from '../storage/tool-calls.repository';
 import type { ChunkScreen } from './own-tool-calls';

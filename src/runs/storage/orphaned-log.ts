@@ -1,8 +1,8 @@
 import { AguiEvent, RunErrorCode } from '../../protocol/agui-events';
-import { readStoredLog } from '../durable/stored-log';
-import type { RunEventsRepository } from '../storage/run-events.repository';
-import type { Run } from '../storage/run.entity';
-import { frame } from './run-log';
+import { readStoredLog } from './stored-log';
+import type { RunEventsRepository } from './run-events.repository';
+import type { Run } from './run.entity';
+import { frame } from '../events/frames';
 
 /**
  * Ends the stored log of a run that ended without a terminal event in it (its instance died after

@@ -7,8 +7,17 @@ import { linearTimeSchema } from '../../common/json-schema';
 import { aguiToModelMessages } from '../../threads/agui-to-model';
 import { StoredMessage } from '../../threads/message-format';
 import { estimateTokens, fitToContext } from './context-window';
-import { AgentCall } from './mastra-runner';
 import { PreparedRun } from './run-preparer';
+
+/** One call of `agent.stream()`, as the runner makes it. */
+export type AgentCall = {
+  /** `agent.stream()` options, except `abortSignal` and `requestContext` (see `signal` and `context`). */
+  options?: Record<string, unknown>;
+  /** The request context's entries: the agent's tools and model read them. */
+  context?: Record<string, unknown>;
+  /** Stops the call, as unsubscribing does. */
+  signal?: AbortSignal;
+};
 
 /** What a tool's declaration is reckoned to take of the prompt, in tokens. */
 const TOOL_TOKENS = 100;

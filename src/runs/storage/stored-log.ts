@@ -1,7 +1,7 @@
 import { AguiEvent } from '../../protocol/agui-events';
-import { RunLifecycle } from '../engine/run-lifecycle';
-import { RunEventsRepository } from '../storage/run-events.repository';
-import { parseFrames } from '../stream/run-log';
+import { RunLifecycle } from '../events/run-lifecycle';
+import { RunEventsRepository } from './run-events.repository';
+import { parseFrames } from '../events/frames';
 
 /**
  * A run's stored log, read to its end, as whoever goes on with it sees it (another replica

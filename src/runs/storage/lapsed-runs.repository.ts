@@ -5,16 +5,16 @@ import type { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { StoredMessage } from '../../threads/message-format';
 import { spentSoFar, TokenUsage } from '../../protocol/usage';
-import { ACTIVE, unindexed } from '../storage/run.entity';
-import { RunEventsRepository } from '../storage/run-events.repository';
-import { endOrphanedLog } from '../stream/orphaned-log';
-import { CHECKPOINT_COLUMNS, CHECKPOINT_RECORD, SavedCheckpoint } from '../storage/runs.repository';
+import { ACTIVE, unindexed } from './run.entity';
+import { RunEventsRepository } from './run-events.repository';
+import { endOrphanedLog } from './orphaned-log';
+import { CHECKPOINT_COLUMNS, CHECKPOINT_RECORD, SavedCheckpoint } from './runs.repository';
 
 /** Runs were handed over (a replica drains): the others reap at once instead of at their interval. */
 export const HANDED_OVER_CHANNEL = 'io_bridge_runs_handed_over';
 
 /** A run handed over, with what its last checkpoint holds (LeaseHolder.checkpoint). */
-export type HandedRun = SavedCheckpoint & {
+export type HandedOverRun = SavedCheckpoint & {
   id: string;
   resourceId: string;
   attempt: number;
@@ -63,7 +63,7 @@ const LAPSED_END = { code: 'INTERRUPTED', message: 'The instance running it stop
  * and runs this replica hands over (drain). Each one statement.
  */
 @Injectable()
-export class LapsedRuns {
+export class LapsedRunsRepository {
   private readonly maxAttempts: number;
 
   constructor(
@@ -169,7 +169,7 @@ export class LapsedRuns {
    * now, their attempt not counted (a hand-over is no lost replica), and the other replicas told
    * (HANDED_OVER_CHANNEL) so that one claims them at once. Returns the ids handed over.
    */
-  async handOver(runs: HandedRun[]): Promise<string[]> {
+  async handOver(runs: HandedOverRun[]): Promise<string[]> {
     if (!runs.length) return [];
     const rows: Array<{ id: string }> = await this.db.query(
       `WITH handed AS (
@@ -190,7 +190,7 @@ export class LapsedRuns {
    * progress, its lease runs until the tool's timeout (then a replica ends it TOOL_RESULT_TIMEOUT),
    * and a posted result lapses it (ToolCallsRepository.submit). Not a lost attempt.
    */
-  async park(run: HandedRun, toolCallId: string, remainingMs: number): Promise<boolean> {
+  async park(run: HandedOverRun, toolCallId: string, remainingMs: number): Promise<boolean> {
     const spent = spentSoFar(run.shownUsage);
     const rows: unknown[] = await this.db.query(
       `UPDATE runs SET parked = $4, handovers = handovers + 1, lease_expires_at = now() + $5 * interval '1 millisecond',
