@@ -30,7 +30,7 @@ import { PinoLogger } from 'nestjs-pino';
 import { RunRateLimitGuard } from './run-rate-limit.guard';
 import { SseResponses } from './stream/sse-responses';
 import { RunStreams } from './stream/run-streams.service';
-import { resumePoint } from './stream/resume-point';
+import { rejoinPoint } from './stream/rejoin-point';
 import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 
 @ApiTags('runs')
@@ -146,7 +146,7 @@ export class RunsController {
     @CurrentPrincipal() principal: Principal,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const after = resumePoint(lastEventId, afterParam, sequenceNumber) ?? 0;
+    const after = rejoinPoint(lastEventId, afterParam, sequenceNumber) ?? 0;
     this.pino.assign({ runId, resourceId: principal.resourceId });
     // The owner first: a request for another owner's run takes nothing of that run's readers.
     const run = await this.streams.find(runId, principal);

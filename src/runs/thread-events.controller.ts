@@ -9,7 +9,7 @@ import { FairShares } from '../common/fair-shares';
 import { RUN_STREAM_CONTENT } from '../protocol/run-events.dto';
 import { SseResponses } from './stream/sse-responses';
 import { parseThreadEventId, ThreadPosition, ThreadStreams } from './stream/thread-streams.service';
-import { resumePoint } from './stream/resume-point';
+import { rejoinPoint } from './stream/rejoin-point';
 import { IoBridgeRoutes } from '../auth/io-bridge-routes';
 
 /**
@@ -78,7 +78,7 @@ export class ThreadEventsController {
     @CurrentPrincipal() principal: Principal,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const after = resumePoint(lastEventId, afterParam, threadEventId);
+    const after = rejoinPoint(lastEventId, afterParam, threadEventId);
     this.pino.assign({ threadId, resourceId: principal.resourceId });
     // The owner first: a request for another owner's thread takes nothing of that thread's readers.
     const thread = await this.threads.find(threadId, principal);

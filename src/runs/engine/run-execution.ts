@@ -43,7 +43,7 @@ export type EarlierSteps = { messages: StoredMessage[]; usage?: TokenUsage[] };
  * One run on this instance, as far as it is more than its event stream: its stop signal, what its
  * tools report (results as soon as they exist, frontend waits), what it showed (the lease's
  * checkpoints, the stored messages), and its end, recorded before the terminal event goes out.
- * RunFactory composes its stream: MastraRunner → ownToolCalls() → translate() → guardLifecycle().
+ * RunFactory composes its stream: MastraRunner → screenToolCalls() → translate() → guardLifecycle().
  */
 export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObserver {
   private readonly abort = new AbortController();

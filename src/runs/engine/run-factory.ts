@@ -12,7 +12,7 @@ import type { AnsweredInterrupt } from '../storage/interrupts.repository';
 import { ToolCallsRepository } from '../storage/tool-calls.repository';
 import type { LogReader } from '../stream/run-log';
 import { FrontendToolResults } from '../tools/frontend-tool-results';
-import { ownToolCalls } from '../tools/own-tool-calls';
+import { screenToolCalls } from '../tools/screen-tool-calls';
 import { RunToolCalls } from '../tools/run-tool-calls';
 import { FrontendWaitLimits, FrontendWaits } from './frontend-waits';
 import { LiveRuns } from './live-runs';
@@ -156,7 +156,7 @@ export class RunFactory {
       ? concat(from(run.resumedResults()).pipe(mergeMap((chunks) => from(chunks))), defer(engine))
       : engine();
     return run.inSpan(source).pipe(
-      ownToolCalls(run.tools),
+      screenToolCalls(run.tools),
       translate(undefined, stepsBefore),
       guardLifecycle({
         threadId,

@@ -4,7 +4,7 @@ import type { ReportedResult } from '../events/lifecycle-guard';
 import type { PreparedRun } from '../prepare/run-preparer';
 import type { ApprovalRequest } from '../storage/interrupts.repository';
 import type { ToolCallsRepository } from '../storage/tool-calls.repository';
-import type { ChunkScreen } from './own-tool-calls';
+import type { ChunkScreen } from './screen-tool-calls';
 import { ReportedResults } from './reported-results';
 
 /** A tool call the model made in this run: its client name, arguments and assistant message. */

@@ -3,7 +3,7 @@
  * reconnecting, so it wins), else after `?after=`; each parsed by the route's own event-id format.
  * Undefined when the client named neither.
  */
-export function resumePoint<T>(
+export function rejoinPoint<T>(
   lastEventId: string | undefined,
   after: unknown,
   parse: (value: unknown, name: string) => T,

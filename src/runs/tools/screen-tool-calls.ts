@@ -15,16 +15,16 @@ export interface ChunkScreen {
  * behind it waiting, in order. (concatMap would do the same at the cost of an inner subscription
  * per chunk and closures held per run.)
  */
-export function ownToolCalls(screen: ChunkScreen): MonoTypeOperatorFunction<MastraChunk> {
+export function screenToolCalls(screen: ChunkScreen): MonoTypeOperatorFunction<MastraChunk> {
   return (chunks) =>
-    new Observable<MastraChunk>((subscriber) => chunks.subscribe(new OwnToolCalls(screen, subscriber)));
+    new Observable<MastraChunk>((subscriber) => chunks.subscribe(new ScreenedChunks(screen, subscriber)));
 }
 
 /**
- * One subscription of ownToolCalls(): chunks go on in order, those behind a frontend call's
+ * One subscription of screenToolCalls(): chunks go on in order, those behind a frontend call's
  * registration once it is done. An object, not closures: it is held as long as the run streams.
  */
-class OwnToolCalls implements Observer<MastraChunk> {
+class ScreenedChunks implements Observer<MastraChunk> {
   /** Chunks behind a registration, in order (made when one waits). */
   private behind: MastraChunk[] | undefined;
   private registering = false;
