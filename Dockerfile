@@ -21,6 +21,7 @@ RUN --mount=type=cache,target=/root/.npm npm install -g "npm@${NPM_VERSION}"
 COPY package.json package-lock.json ./
 # The workspace packages' manifests: npm ci links them.
 COPY packages/client/package.json ./packages/client/
+COPY packages/conformance/package.json ./packages/conformance/
 # Full install, scripts included: some dependencies need their install scripts, so the production
 # tree is made by pruning this one (never `npm ci --omit=dev --ignore-scripts`).
 RUN --mount=type=cache,target=/root/.npm npm ci

@@ -34,7 +34,12 @@ const common = {
   moduleFileExtensions: ['js', 'json', 'ts'],
   transform: { '^.+\\.ts$': swc },
   // The client package from its source, as the playground's bundle takes it: no build of it first.
-  moduleNameMapper: { '^@io-bridge/client$': '<rootDir>/packages/client/src/index.ts' },
+  // The conformance kit from its source too (it has no build), without needing its link in node_modules.
+  moduleNameMapper: {
+    '^@io-bridge/client$': '<rootDir>/packages/client/src/index.ts',
+    '^@io-bridge/conformance$': '<rootDir>/packages/conformance/src/index.ts',
+    '^@io-bridge/conformance/stream-rules$': '<rootDir>/packages/conformance/src/stream-rules.ts',
+  },
 };
 module.exports = {
   testTimeout: 30000,

@@ -1,4 +1,4 @@
-import { FRONTEND_TOOL } from '../conformance/options';
+import { FRONTEND_TOOL } from '@io-bridge/conformance';
 import { clientFor, expectErrorEnvelope, kitId, runBody } from '../support/kit-client';
 import { readRun } from '../support/sse';
 import { assertStreamRules } from '../support/stream-rules';

@@ -13,7 +13,7 @@ export type Client = ReturnType<typeof clientFor>;
 
 /**
  * HTTP calls to io-bridge for its own tests, reading streams strictly as docs/protocol.md#the-stream frames them
- * (test/support/sse.ts). The conformance kit (test/conformance) reads them as the SSE specification does.
+ * (test/support/sse.ts). The conformance kit (packages/conformance) reads them as the SSE specification does.
  */
 export function clientFor(target: Target) {
   const base = target.base.replace(/\/+$/, '');

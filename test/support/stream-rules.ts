@@ -1,9 +1,11 @@
-import { streamViolations } from '../conformance/stream-rules';
-import type { RunInput, StreamFacts } from '../conformance/stream-rules';
+// By path, not by the package's name: bench/ compiles this file to plain JavaScript (dist-bench), and the
+// package's exports name TypeScript sources that only jest and tsc read.
+import { streamViolations } from '../../packages/conformance/src/stream-rules';
+import type { RunInput, StreamFacts } from '../../packages/conformance/src/stream-rules';
 import { Frame } from './sse';
 
 /**
- * Throws unless `events` keep every stream rule of the conformance kit (test/conformance/stream-rules.ts),
+ * Throws unless `events` keep every stream rule of the conformance kit (packages/conformance/src/stream-rules.ts),
  * naming each rule broken and what broke it, then listing the events.
  */
 export function assertStreamEvents(events: readonly Record<string, any>[], facts: StreamFacts): void {

@@ -1,6 +1,6 @@
 import { EventSchema } from '@ag-ui/core/schemas';
 import { isDeepStrictEqual } from 'node:util';
-import { RUN_ERROR_CODES } from '../../src/protocol/agui-events';
+import { RUN_ERROR_CODES } from '../../../src/protocol/agui-events';
 import type { Check } from './check';
 import { brief, must, nullAt, ofType, sequence, terminals, toolCalls } from './check-support';
 import type { Event, RunStream } from './http';

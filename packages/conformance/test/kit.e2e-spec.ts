@@ -6,12 +6,15 @@ import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { BaseEvent, EventType } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
-import { BuiltService, startBuiltService } from '../support/built-service';
-import { OpenAiServer, startOpenAiServer } from '../support/openai-server';
-import { answerAsScripted } from '../support/prompt-script';
-import { ALL_CHECKS } from './checks';
-import { FRONTEND_TOOL } from './options';
-import { ConformanceReport, failedChecks, formatReport, runConformance } from './kit';
+import { BuiltService, startBuiltService } from '../../../test/support/built-service';
+import { OpenAiServer, startOpenAiServer } from '../../../test/support/openai-server';
+import { answerAsScripted } from '../../../test/support/prompt-script';
+import { ALL_CHECKS } from '../src/checks';
+import { FRONTEND_TOOL } from '../src/options';
+import { ConformanceReport, failedChecks, formatReport, runConformance } from '../src/kit';
+
+/** The io-bridge checkout this package sits in: the examples, and the service as `npm run build` left it. */
+const REPO = join(__dirname, '..', '..', '..');
 
 /** Each report as text in CONFORMANCE_REPORTS_DIR when it is set (the reports quoted in release notes). */
 function keep(name: string, report: ConformanceReport): void {
@@ -271,7 +274,7 @@ const BROKEN: [string, string, (input: Input) => BaseEvent[]][] = [
 
 describe('the conformance kit', () => {
   it("names every check, with its source, in the tables of the kit's README", () => {
-    const readme = readFileSync(join(__dirname, 'README.md'), 'utf8');
+    const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
     const rows = new Map(
       [...readme.matchAll(/^\|\s*`([^`]+)`\s*\|\s*(\d)\s*\|(.*)\|\s*$/gm)].map(([, id, level, rest]) => [
         id,
@@ -360,7 +363,7 @@ describe('the conformance kit', () => {
       name: 'MASTRA_ENTRY (examples/mastra-project)',
       main: undefined,
       env: {
-        MASTRA_ENTRY: join(__dirname, '..', '..', 'examples', 'mastra-project', 'src', 'mastra', 'index.ts'),
+        MASTRA_ENTRY: join(REPO, 'examples', 'mastra-project', 'src', 'mastra', 'index.ts'),
       },
       headers: { 'x-resource-id': 'kit-owner' },
       ready: undefined,
@@ -369,7 +372,7 @@ describe('the conformance kit', () => {
     },
     {
       name: 'a host Nest app (examples/host-nest-app)',
-      main: join(__dirname, '..', '..', 'dist', 'examples', 'host-nest-app', 'src', 'main.js'),
+      main: join(REPO, 'dist', 'examples', 'host-nest-app', 'src', 'main.js'),
       env: {},
       headers: { 'x-employee-key': 'key-ada' },
       ready: { path: '/io-bridge/health/ready', headers: { 'x-employee-key': 'key-ada' } },
@@ -540,7 +543,7 @@ describe('the conformance kit', () => {
   describe('as a command (npm run conformance -- --base URL)', () => {
     const cli = (args: string[]) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, [join(__dirname, 'cli.mts'), ...args]);
+        const child = spawn(process.execPath, [join(__dirname, '..', 'src', 'cli.mts'), ...args]);
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));

@@ -1,4 +1,4 @@
-import { readSse } from './sse';
+import { readSse } from '../src/sse';
 
 /** A 200 response whose body arrives in exactly these chunks (strings as UTF-8, or raw bytes). */
 function responseOf(chunks: (string | Uint8Array)[], status = 200): Response {

@@ -1,5 +1,6 @@
+#!/usr/bin/env node
 /**
- * `npm run conformance -- [options]`: runs the conformance kit (test/conformance) against a backend and
+ * `npm run conformance -- [options]`: runs the conformance kit (this package) against a backend and
  * prints its report. With --base, against that backend; without, against this service as users run it:
  * `nest build`, then `node dist/src/main.js` on a free port and a fresh database, stopped afterwards.
  * Exit code 1 only when a required check of the chosen levels fails (2: bad options).
@@ -29,7 +30,8 @@ registerHooks({
 const { formatReport, runConformance } = await import('./kit.js');
 const { parseLevels } = await import('./options.js');
 
-const ROOT = resolve(import.meta.dirname, '..', '..');
+// The io-bridge checkout this package sits in (packages/conformance/src): the service it builds and starts.
+const ROOT = resolve(import.meta.dirname, '..', '..', '..');
 const USAGE = `Usage: npm run conformance -- [options]
 
   --base URL                 the backend's route prefix, e.g. http://host:3000/io-bridge
