@@ -1,5 +1,7 @@
 // `npm run check` (and `node scripts/check-docs.mts [root]`): the README stays short, every page's
-// links work inside the repository, and the code's comments cite the repository's docs. Prints each problem and exits 1 when there is one.
+// links work inside the repository, the code's comments cite the repository's docs, and the files
+// the architecture's table from behaviour to file names exist. Prints each problem and exits 1 when
+// there is one.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
@@ -114,12 +116,68 @@ export function citationProblems(root: string): string[] {
   return problems;
 }
 
+/** The page and heading of the table from behaviour to file (docs/architecture.md#where-each-job-lives). */
+export const JOB_TABLE = { page: 'docs/architecture.md', heading: 'Where each job lives' } as const;
+
+/** The lines of the markdown table that follows `heading` (its first table after the heading). */
+function tableAfter(markdown: string, heading: string): string[] | undefined {
+  const lines = markdown.split('\n');
+  const at = lines.findIndex(
+    (line) => /^#{1,6}\s/.test(line) && line.replace(/^#+\s+/, '').trim() === heading,
+  );
+  if (at < 0) return undefined;
+  let start = at + 1;
+  while (start < lines.length && !lines[start].startsWith('|') && !/^#{1,6}\s/.test(lines[start])) start++;
+  let end = start;
+  while (end < lines.length && lines[end].startsWith('|')) end++;
+  return end > start ? lines.slice(start, end) : undefined;
+}
+
+/** Whether `name` (the last part of a path, `*` standing for any characters) names a file in `dir`. */
+function present(root: string, dir: string, name: string): boolean {
+  if (!name.includes('*')) return existsSync(join(root, dir, name));
+  const pattern = new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
+  return existsSync(join(root, dir)) && readdirSync(join(root, dir)).some((entry) => pattern.test(entry));
+}
+
+/**
+ * Every file or folder the "Where each job lives" table names exists, so a file moved or split
+ * without the table fails `npm run check`. A cell's code spans with a `/` are paths from the
+ * repository's root (`src/ops/` a folder); a bare name (`sse-writer.ts`) is beside the path before it
+ * in the same cell, and `*` in a name stands for any characters.
+ */
+export function jobTableProblems(root: string): string[] {
+  const { page, heading } = JOB_TABLE;
+  const where = `${page} ("${heading}")`;
+  if (!existsSync(join(root, page))) return [];
+  const table = tableAfter(readFileSync(join(root, page), 'utf8'), heading);
+  if (!table) return [`${page} has no table under "${heading}"`];
+  const problems: string[] = [];
+  // The header and the separator line name no file.
+  for (const row of table.slice(2)) {
+    const cells = row.split('|').slice(1, -1);
+    let dir: string | undefined;
+    for (const [, span] of (cells[1] ?? '').matchAll(/`([^`]+)`/g)) {
+      const path = span.trim();
+      if (path.includes('/')) {
+        dir = path.endsWith('/') ? path.replace(/\/+$/, '') : dirname(path);
+        const name = path.endsWith('/') ? '' : path.slice(path.lastIndexOf('/') + 1);
+        if (!present(root, dir, name)) problems.push(`${where} names a missing file: ${path}`);
+      } else if (/\.[a-z]+$/i.test(path)) {
+        if (!dir) problems.push(`${where} names ${path} with no path before it to say where`);
+        else if (!present(root, dir, path)) problems.push(`${where} names a missing file: ${dir}/${path}`);
+      }
+    }
+  }
+  return problems;
+}
+
 if (import.meta.main) {
   const root = resolve(process.argv[2] ?? join(import.meta.dirname, '..'));
-  const problems = [...docProblems(root), ...citationProblems(root)];
+  const problems = [...docProblems(root), ...citationProblems(root), ...jobTableProblems(root)];
   for (const problem of problems) console.error(problem);
   if (problems.length) process.exit(1);
   console.log(
-    `docs: README.md within ${README_MAX_LINES} lines, every link resolves, src/ cites only docs/ that exist`,
+    `docs: README.md within ${README_MAX_LINES} lines, every link resolves, src/ cites only docs/ that exist, every file of ${JOB_TABLE.page}'s "${JOB_TABLE.heading}" exists`,
   );
 }

@@ -3,6 +3,10 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { loadConfig, Variable, VARIABLES } from './config';
 import { configTableRows, readConfigTables, CONFIG_SECTIONS, writeConfigTables } from './config-docs';
+import { AGENT_SOURCE_VARIABLES, MODEL_VARIABLES } from './agent-variables';
+import { AUTH_VARIABLES } from './auth-variables';
+import { MEMORY_VARIABLES, REQUEST_VARIABLES, RUN_VARIABLES } from './run-variables';
+import { DATABASE_VARIABLES, EDGE_VARIABLES, SERVER_VARIABLES, TRACING_VARIABLES } from './server-variables';
 
 const PAGE = readFileSync(join(__dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
 const definitions = Object.entries(VARIABLES as Record<string, Variable>);
@@ -44,6 +48,22 @@ describe('the configuration tables of docs/configuration.md and the variable def
 
   it('writing the tables into the page changes no row', () => {
     expect(readConfigTables(writeConfigTables(PAGE))).toEqual(readConfigTables(PAGE));
+  });
+
+  it('each variable is defined in one part of the table (a second definition would replace the first unseen)', () => {
+    const parts = [
+      SERVER_VARIABLES,
+      DATABASE_VARIABLES,
+      MODEL_VARIABLES,
+      REQUEST_VARIABLES,
+      RUN_VARIABLES,
+      MEMORY_VARIABLES,
+      AGENT_SOURCE_VARIABLES,
+      EDGE_VARIABLES,
+      AUTH_VARIABLES,
+      TRACING_VARIABLES,
+    ];
+    expect(parts.flatMap((part) => Object.keys(part))).toEqual(Object.keys(VARIABLES));
   });
 
   it('each variable has a meaning, and no two variables fill the same place of AppConfig', () => {

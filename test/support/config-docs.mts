@@ -1,6 +1,7 @@
 /**
  * `npm run config:docs`: rewrites the configuration tables of docs/configuration.md from the variable
- * definitions (src/config/config.ts), formatted by prettier, after building.
+ * definitions (src/config/*-variables.ts, assembled in src/config/config.ts), formatted by prettier,
+ * after building.
  * src/config/config-docs.spec.ts fails until it is run.
  */
 import { readFileSync, writeFileSync } from 'node:fs';

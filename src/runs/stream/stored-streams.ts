@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { ANY_OWNER } from '../../auth/principal';
 import { DomainError } from '../../common/errors';
-import { Gate } from '../../common/gate';
+import { Semaphore } from '../../common/semaphore';
 import { TurnShare } from '../../common/turn-share';
 import type { AppConfig } from '../../config/config';
 import { Metrics } from '../../ops/metrics.service';
@@ -71,7 +71,7 @@ type Follower = (chunk: Chunk | undefined) => void;
  */
 export class StoredStreams {
   /** Storage reads of streams (joins and pages), at most half the pool's connections at once. */
-  readonly reads: Gate;
+  readonly reads: Semaphore;
   /** Streams on this instance following a run's storage: run → what each does with an announced write. */
   private readonly followers = new Map<string, Set<Follower>>();
   /** Streams following storage, so a draining instance can close them. */
@@ -79,7 +79,7 @@ export class StoredStreams {
   /** The slices of stored frames this instance's streams write in one turn of the event loop. */
   private readonly turns = new TurnShare(REPLAY_SLICES_PER_TURN);
   /** Streams holding a page of stored frames (reading or writing it), REPLAYS_AT_ONCE at most; the others wait in order. */
-  private readonly replaying = new Gate(
+  private readonly replaying = new Semaphore(
     REPLAYS_AT_ONCE,
     () => new Error('a replay waits its turn, never refused'),
   );
@@ -94,7 +94,7 @@ export class StoredStreams {
     private readonly logs: ReadonlyMap<string, RunLog>,
     private readonly log: Logger,
   ) {
-    this.reads = new Gate(
+    this.reads = new Semaphore(
       Math.max(1, Math.floor(config.database.poolSize / 2)),
       () =>
         new DomainError(

@@ -1,10 +1,10 @@
-import { Gate } from './gate';
+import { Semaphore } from './semaphore';
 
 /** A task that runs until `finish()`: whether it started, and the promise of its run. */
-function task(gate: Gate, maxWaitMs?: number) {
+function task(semaphore: Semaphore, maxWaitMs?: number) {
   let finish: () => void = () => undefined;
   const state = { started: false, finish: () => finish() };
-  const done = gate.run(
+  const done = semaphore.run(
     () =>
       new Promise<string>((resolve) => {
         state.started = true;
@@ -17,10 +17,10 @@ function task(gate: Gate, maxWaitMs?: number) {
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-describe('Gate', () => {
+describe('Semaphore', () => {
   it('runs at most `size` tasks at once; the others start in order as places free up', async () => {
-    const gate = new Gate(2, () => new Error('refused'));
-    const tasks = [task(gate), task(gate), task(gate), task(gate)];
+    const semaphore = new Semaphore(2, () => new Error('refused'));
+    const tasks = [task(semaphore), task(semaphore), task(semaphore), task(semaphore)];
     await turn();
     expect(tasks.map((t) => t.started)).toEqual([true, true, false, false]);
     tasks[1].finish();
@@ -33,16 +33,16 @@ describe('Gate', () => {
     tasks[3].finish();
     await expect(Promise.all(tasks.map((t) => t.done))).resolves.toEqual(['done', 'done', 'done', 'done']);
     // Every place was given back: two start at once again.
-    const again = [task(gate), task(gate)];
+    const again = [task(semaphore), task(semaphore)];
     await turn();
     expect(again.map((t) => t.started)).toEqual([true, true]);
   });
 
   it('refuses a task that waited `maxWaitMs` without starting; those behind it keep their turn', async () => {
-    const gate = new Gate(1, () => new Error('busy'));
-    const first = task(gate);
-    const impatient = task(gate, 20);
-    const patient = task(gate);
+    const semaphore = new Semaphore(1, () => new Error('busy'));
+    const first = task(semaphore);
+    const impatient = task(semaphore, 20);
+    const patient = task(semaphore);
     await expect(impatient.done).rejects.toThrow('busy');
     expect(impatient.started).toBe(false);
     first.finish();
@@ -53,8 +53,8 @@ describe('Gate', () => {
   });
 
   it('gives the place back when a task fails', async () => {
-    const gate = new Gate(1, () => new Error('busy'));
-    await expect(gate.run(() => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-    await expect(gate.run(() => Promise.resolve('next'), 10)).resolves.toBe('next');
+    const semaphore = new Semaphore(1, () => new Error('busy'));
+    await expect(semaphore.run(() => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    await expect(semaphore.run(() => Promise.resolve('next'), 10)).resolves.toBe('next');
   });
 });

@@ -1,9 +1,10 @@
 /**
- * At most `size` tasks at once; the others wait their turn, in order. A task given `maxWaitMs` that
- * has not started by then is refused with `refusal()` (nothing of it ran). Used where a task holds
- * something scarce, such as a pooled database connection, and a caller must not hold all of it.
+ * A counting semaphore: at most `size` tasks at once; the others wait their turn, in order. A task
+ * given `maxWaitMs` that has not started by then is refused with `refusal()` (nothing of it ran).
+ * Used where a task holds something scarce, such as a pooled database connection, and a caller must
+ * not hold all of it.
  */
-export class Gate {
+export class Semaphore {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
 
