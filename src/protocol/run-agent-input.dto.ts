@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ID_SCHEMA } from '../common/ids';
+import { type SchemaOptions, type Static, type TSchema, type TUnsafe, Type } from '@sinclair/typebox';
+import { ID_PATTERN } from '../common/ids';
+
+/**
+ * AG-UI `RunAgentInput`, as docs/protocol.md#the-run-request requires it, defined once: Ajv compiles
+ * these schemas as they are (run-agent-input.schema.ts), the OpenAPI document shows them
+ * (src/openapi/run-agent-input.ts), and the code's types are their `Static`. Beside the JSON Schema
+ * keywords they hold annotations Ajv ignores: `example`, and `openApi` where a custom keyword does the
+ * check and the document shows a plain shape instead.
+ */
 
 export const MESSAGE_ROLES = [
   'user',
@@ -17,9 +25,6 @@ export type MessageRole = (typeof MESSAGE_ROLES)[number];
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.:/-]{1,128}$/;
 export const TOOL_NAME_RULE = '1-128 letters, digits, _ - . : or /';
 
-/** Ids name threads, runs, messages and tool calls: see common/ids.ts. */
-const ID_PROPERTY = ID_SCHEMA;
-
 /** The OpenAPI schema of a field that holds any JSON value. */
 export const ANY_JSON_VALUE = {
   oneOf: [
@@ -32,189 +37,196 @@ export const ANY_JSON_VALUE = {
   nullable: true,
 };
 
-export class FunctionCallDto {
-  @ApiProperty({ pattern: TOOL_NAME_PATTERN.source, example: 'get_weather' })
-  name: string;
+/** Ids name threads, runs, messages and tool calls: see common/ids.ts. */
+const Id = (options?: SchemaOptions) => Type.String({ ...options, pattern: ID_PATTERN.source });
+const ToolName = (options?: SchemaOptions) => Type.String({ ...options, pattern: TOOL_NAME_PATTERN.source });
+/** An object of any keys, kept whole. */
+const FreeObject = (options?: SchemaOptions) =>
+  Type.Unsafe<Record<string, unknown>>({ ...options, type: 'object', additionalProperties: true });
+/**
+ * An optional field may be null, as it could when class-validator checked the body. Its type leaves
+ * null out, as the DTO classes' did: the code reads null as absent.
+ */
+const OrNull = <T extends TSchema>(schema: T): TUnsafe<Static<T>> =>
+  Type.Unsafe<Static<T>>({ ...schema, type: [schema.type as string, 'null'] });
+/** Unknown fields are dropped (Ajv's removeAdditional), never refused: AG-UI clients send extras. */
+const Strict = { additionalProperties: false } as const;
+/** A field of one role only: required and checked on that role, passed on as it is on the others. */
+const onRole = (role: MessageRole, property: string, schema: Record<string, unknown>) => ({
+  if: { type: 'object', properties: { role: { const: role } }, required: ['role'] },
+  then: { type: 'object', properties: { [property]: schema }, required: [property] },
+});
 
-  @ApiProperty({
-    maxLength: 1_000_000,
-    description: "The call's arguments as JSON text",
-    example: '{"city":"Paris"}',
-  })
-  arguments: string;
-}
+export const MessageRoleSchema = Type.Unsafe<MessageRole>({ enum: [...MESSAGE_ROLES] });
 
-export class ToolCallDto {
-  @ApiProperty(ID_PROPERTY)
-  id: string;
+export const FunctionCallSchema = Type.Object(
+  {
+    name: ToolName({ example: 'get_weather' }),
+    arguments: Type.String({
+      maxLength: 1_000_000,
+      description: "The call's arguments as JSON text",
+      example: '{"city":"Paris"}',
+    }),
+  },
+  Strict,
+);
 
-  @ApiProperty({ enum: ['function'] })
-  type: 'function';
-
-  @ApiProperty({ type: FunctionCallDto })
-  function: FunctionCallDto;
-}
+export const ToolCallSchema = Type.Object(
+  {
+    id: Id(),
+    type: Type.Unsafe<'function'>({ enum: ['function'] }),
+    function: FunctionCallSchema,
+  },
+  Strict,
+);
 
 /** An AG-UI 1.0 message; which fields apply depends on `role`. */
-export class MessageDto {
-  @ApiProperty(ID_PROPERTY)
-  id: string;
-
-  @ApiProperty({ enum: MESSAGE_ROLES, enumName: 'MessageRole' })
-  role: MessageRole;
-
-  @ApiPropertyOptional({
-    description:
-      'A string, or content parts for `user` and `tool`; an object for `activity`; optional for `assistant`',
-    oneOf: [
-      { type: 'string' },
-      { type: 'array', items: { type: 'object', additionalProperties: true } },
-      { type: 'object', additionalProperties: true },
+export const MessageSchema = Type.Object(
+  {
+    id: Id(),
+    role: MessageRoleSchema,
+    content: Type.Optional(
+      Type.Unknown({
+        description:
+          'A string, or content parts for `user` and `tool`; an object for `activity`; optional for `assistant`',
+        example: 'Hello',
+        // Checked against the role by the message's `agUiContent` keyword.
+        openApi: {
+          oneOf: [
+            { type: 'string' },
+            { type: 'array', items: { type: 'object', additionalProperties: true } },
+            { type: 'object', additionalProperties: true },
+          ],
+        },
+      }),
+    ),
+    name: Type.Optional(OrNull(Type.String({ maxLength: 200 }))),
+    toolCalls: Type.Optional(OrNull(Type.Array(ToolCallSchema, { description: 'On `assistant` messages' }))),
+    // Checked on its role only (allOf below), typed as that role has it.
+    toolCallId: Type.Optional(
+      Type.Unsafe<string>({ description: 'Required on `tool` messages: the call it answers' }),
+    ),
+    error: Type.Optional(OrNull(Type.String({ description: 'On `tool` messages: the tool failed' }))),
+    activityType: Type.Optional(Type.Unsafe<string>({ description: 'Required on `activity` messages' })),
+    encryptedValue: Type.Optional(OrNull(Type.String())),
+    metadata: Type.Optional(OrNull(FreeObject())),
+  },
+  {
+    ...Strict,
+    agUiContent: true,
+    allOf: [
+      onRole('tool', 'toolCallId', Id()),
+      onRole('activity', 'activityType', Type.String({ minLength: 1 })),
     ],
-    example: 'Hello',
-  })
-  content?: unknown;
+  },
+);
 
-  @ApiPropertyOptional({ maxLength: 200 })
-  name?: string;
+export const ToolSchema = Type.Object(
+  {
+    name: ToolName({
+      example: 'get_weather',
+      description:
+        'MCP-style names (`portal.get_positions`, `files/read`) included: a name a provider cannot take is aliased for the model and restored on the wire and in storage',
+    }),
+    description: Type.Optional(
+      OrNull(Type.String({ maxLength: 10_000, description: 'Optional, as in AG-UI' })),
+    ),
+    parameters: Type.Optional(
+      Type.Unsafe<Record<string, unknown>>({
+        description: 'A JSON Schema for the arguments, with `type: "object"`',
+        example: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        toolParameters: true,
+        openApi: { type: 'object', additionalProperties: true },
+      }),
+    ),
+  },
+  Strict,
+);
 
-  @ApiPropertyOptional({ type: [ToolCallDto], description: 'On `assistant` messages' })
-  toolCalls?: ToolCallDto[];
-
-  @ApiPropertyOptional({ ...ID_PROPERTY, description: 'Required on `tool` messages: the call it answers' })
-  toolCallId?: string;
-
-  @ApiPropertyOptional({ description: 'On `tool` messages: the tool failed' })
-  error?: string;
-
-  @ApiPropertyOptional({ minLength: 1, description: 'Required on `activity` messages' })
-  activityType?: string;
-
-  @ApiPropertyOptional()
-  encryptedValue?: string;
-
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
-  metadata?: Record<string, unknown>;
-}
-
-export class ToolDto {
-  @ApiProperty({
-    pattern: TOOL_NAME_PATTERN.source,
-    example: 'get_weather',
-    description:
-      'MCP-style names (`portal.get_positions`, `files/read`) included: a name a provider cannot take is aliased for the model and restored on the wire and in storage',
-  })
-  name: string;
-
-  @ApiPropertyOptional({ maxLength: 10_000, description: 'Optional, as in AG-UI' })
-  description?: string;
-
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description: 'A JSON Schema for the arguments, with `type: "object"`',
-    example: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-  })
-  parameters?: Record<string, unknown>;
-}
-
-export class ContextDto {
-  @ApiProperty({ maxLength: 10_000, example: 'User locale' })
-  description: string;
-
-  @ApiProperty({ example: 'fr-FR' })
-  value: string;
-}
+export const ContextSchema = Type.Object(
+  {
+    description: Type.String({ maxLength: 10_000, example: 'User locale' }),
+    value: Type.String({ example: 'fr-FR' }),
+  },
+  Strict,
+);
 
 /** AG-UI 1.0 `ResumeEntry`: the answer to an interrupt of an earlier run (an approval). */
-export class ResumeEntryDto {
-  @ApiProperty({
-    ...ID_PROPERTY,
-    description: 'The id of the interrupt, from `RUN_FINISHED.outcome.interrupts[].id`',
-  })
-  interruptId: string;
+export const ResumeEntrySchema = Type.Object(
+  {
+    interruptId: Id({ description: 'The id of the interrupt, from `RUN_FINISHED.outcome.interrupts[].id`' }),
+    status: Type.Unsafe<'resolved' | 'cancelled'>({
+      enum: ['resolved', 'cancelled'],
+      description: '`cancelled` declines the tool call',
+    }),
+    payload: Type.Optional(
+      OrNull(
+        FreeObject({
+          description: 'For an approval: `{approved: true|false, reason?}`',
+          example: { approved: true },
+        }),
+      ),
+    ),
+  },
+  Strict,
+);
 
-  @ApiProperty({ enum: ['resolved', 'cancelled'], description: '`cancelled` declines the tool call' })
-  status: 'resolved' | 'cancelled';
+export const RunAgentInputSchema = Type.Object(
+  {
+    threadId: Id({ description: 'Created for the caller on its first run', example: 'thread-1' }),
+    runId: Id({ description: 'New for every run (409 RUN_ALREADY_EXISTS otherwise)', example: 'run-1' }),
+    parentRunId: Type.Optional(OrNull(Id())),
+    protocolVersion: Type.Optional(OrNull(Type.String())),
+    state: Type.Optional(
+      Type.Unknown({ description: 'Client state; accepted and passed on as it is', openApi: ANY_JSON_VALUE }),
+    ),
+    messages: Type.Array(MessageSchema, {
+      description: 'The whole history or only the new message: messages already stored are not stored twice',
+      example: [{ id: 'msg-1', role: 'user', content: 'Hello' }],
+    }),
+    tools: Type.Optional(
+      Type.Array(ToolSchema, {
+        description: 'Frontend tools the model may call, each name once; `[]` when absent',
+        default: [],
+        example: [],
+        uniqueBy: { key: 'name', message: 'tool names must be unique' },
+      }),
+    ),
+    context: Type.Optional(
+      Type.Array(ContextSchema, {
+        description: 'Context entries for the model; `[]` when absent',
+        default: [],
+        example: [],
+      }),
+    ),
+    forwardedProps: Type.Optional(
+      OrNull(
+        FreeObject({
+          description:
+            'agentId, resourceId, memoryOptions (or memory), modelSettings, structuredOutput; anything else is tolerated',
+          example: { agentId: 'assistant' },
+        }),
+      ),
+    ),
+    resume: Type.Optional(
+      OrNull(
+        Type.Array(ResumeEntrySchema, {
+          maxItems: 32,
+          description:
+            'AG-UI 1.0: answers to interrupts of an earlier run of this thread (approvals), each interrupt once; checked before any stream',
+          uniqueBy: { key: 'interruptId', message: 'each interrupt is answered once' },
+        }),
+      ),
+    ),
+  },
+  Strict,
+);
 
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description: 'For an approval: `{approved: true|false, reason?}`',
-    example: { approved: true },
-  })
-  payload?: Record<string, unknown>;
-}
-
-/**
- * AG-UI `RunAgentInput`, as docs/protocol.md#the-run-request requires it: its OpenAPI shape and its type.
- * A body is checked by the compiled schema of run-agent-input.schema.ts (RunAgentInputPipe), which
- * keeps the same rules.
- */
-export class RunAgentInputDto {
-  @ApiProperty({
-    ...ID_PROPERTY,
-    description: 'Created for the caller on its first run',
-    example: 'thread-1',
-  })
-  threadId: string;
-
-  @ApiProperty({
-    ...ID_PROPERTY,
-    description: 'New for every run (409 RUN_ALREADY_EXISTS otherwise)',
-    example: 'run-1',
-  })
-  runId: string;
-
-  @ApiPropertyOptional(ID_PROPERTY)
-  parentRunId?: string;
-
-  @ApiPropertyOptional()
-  protocolVersion?: string;
-
-  @ApiPropertyOptional({ ...ANY_JSON_VALUE, description: 'Client state; accepted and passed on as it is' })
-  state?: unknown;
-
-  @ApiProperty({
-    type: [MessageDto],
-    description: 'The whole history or only the new message: messages already stored are not stored twice',
-    example: [{ id: 'msg-1', role: 'user', content: 'Hello' }],
-  })
-  messages: MessageDto[];
-
-  @ApiPropertyOptional({
-    type: [ToolDto],
-    description: 'Frontend tools the model may call, each name once; `[]` when absent',
-    default: [],
-    example: [],
-  })
-  tools: ToolDto[];
-
-  @ApiPropertyOptional({
-    type: [ContextDto],
-    description: 'Context entries for the model; `[]` when absent',
-    default: [],
-    example: [],
-  })
-  context: ContextDto[];
-
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description:
-      'agentId, resourceId, memoryOptions (or memory), modelSettings, structuredOutput; anything else is tolerated',
-    example: { agentId: 'assistant' },
-  })
-  forwardedProps?: Record<string, unknown>;
-
-  @ApiPropertyOptional({
-    type: [ResumeEntryDto],
-    maxItems: 32,
-    description:
-      'AG-UI 1.0: answers to interrupts of an earlier run of this thread (approvals), each interrupt once; checked before any stream',
-  })
-  resume?: ResumeEntryDto[];
-}
+export type MessageDto = Static<typeof MessageSchema>;
+export type ToolDto = Static<typeof ToolSchema>;
+/** A `RunAgentInput` once validated: `tools` and `context` are there, [] when the client sent none. */
+export type RunAgentInputDto = Omit<Static<typeof RunAgentInputSchema>, 'tools' | 'context'> &
+  Required<Pick<Static<typeof RunAgentInputSchema>, 'tools' | 'context'>>;
 
 /**
  * The body Swagger UI offers for `POST /run`. Fresh ids on every call (the served document gets a new one

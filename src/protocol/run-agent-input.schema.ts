@@ -1,124 +1,22 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
-import Ajv, { type ErrorObject, type SchemaObject } from 'ajv';
+import Ajv, { type ErrorObject } from 'ajv';
 import type { DataValidationCxt } from 'ajv/dist/types';
 import { ID_PATTERN, ID_RULE } from '../common/ids';
 import { DomainError, type ErrorDetail } from '../common/errors';
 import { contentProblem, parametersProblem } from './validators';
-import { MESSAGE_ROLES, RunAgentInputDto, TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './run-agent-input.dto';
+import {
+  RunAgentInputDto,
+  RunAgentInputSchema,
+  TOOL_NAME_PATTERN,
+  TOOL_NAME_RULE,
+} from './run-agent-input.dto';
 
 /**
- * `RunAgentInput` as a JSON Schema, compiled once by Ajv: the same rules the DTO classes show in the
- * OpenAPI document (run-agent-input.dto.ts), checked in a few milliseconds on the largest body the
- * limits allow, where class-transformer + class-validator took tens. Unknown fields are dropped, never
- * refused (AG-UI clients send extras); an optional field may be null, as it could before.
+ * `RunAgentInput` (run-agent-input.dto.ts, the one definition) compiled once by Ajv: checked in a few
+ * milliseconds on the largest body the limits allow, where class-transformer + class-validator took
+ * tens. Unknown fields are dropped, never refused (AG-UI clients send extras); an optional field may be
+ * null, as it could before.
  */
-
-const ID = { type: 'string', pattern: ID_PATTERN.source } as const;
-const TOOL_NAME = { type: 'string', pattern: TOOL_NAME_PATTERN.source } as const;
-const orNull = (schema: Record<string, unknown>) => ({
-  ...schema,
-  type: [schema.type as string, 'null'],
-});
-const OBJECT = { type: 'object' } as const;
-/** An object whose unknown keys are dropped (Ajv's removeAdditional), as the ValidationPipe's whitelist did. */
-const record = (properties: Record<string, unknown>, required: string[] = []) => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: false,
-});
-const listOf = (items: Record<string, unknown>) => ({ type: 'array', items });
-/** A field of one role only: required and checked on that role, passed on as it is on the others. */
-const onRole = (role: string, property: string, schema: Record<string, unknown>) => ({
-  if: { type: 'object', properties: { role: { const: role } }, required: ['role'] },
-  then: { type: 'object', properties: { [property]: schema }, required: [property] },
-});
-
-const MESSAGE = {
-  ...record(
-    {
-      id: ID,
-      role: { enum: MESSAGE_ROLES },
-      // Checked against the role by the `agUiContent` keyword.
-      content: {},
-      name: orNull({ type: 'string', maxLength: 200 }),
-      toolCalls: orNull(
-        listOf(
-          record(
-            {
-              id: ID,
-              type: { enum: ['function'] },
-              function: record({ name: TOOL_NAME, arguments: { type: 'string', maxLength: 1_000_000 } }, [
-                'name',
-                'arguments',
-              ]),
-            },
-            ['id', 'type', 'function'],
-          ),
-        ),
-      ),
-      toolCallId: {},
-      error: orNull({ type: 'string' }),
-      activityType: {},
-      encryptedValue: orNull({ type: 'string' }),
-      metadata: orNull(OBJECT),
-    },
-    ['id', 'role'],
-  ),
-  agUiContent: true,
-  allOf: [
-    onRole('tool', 'toolCallId', ID),
-    onRole('activity', 'activityType', { type: 'string', minLength: 1 }),
-  ],
-};
-
-export const RUN_AGENT_INPUT_SCHEMA: SchemaObject = record(
-  {
-    threadId: ID,
-    runId: ID,
-    parentRunId: orNull(ID),
-    protocolVersion: orNull({ type: 'string' }),
-    state: {},
-    messages: listOf(MESSAGE),
-    tools: {
-      ...listOf(
-        record(
-          {
-            name: TOOL_NAME,
-            description: orNull({ type: 'string', maxLength: 10_000 }),
-            parameters: { toolParameters: true },
-          },
-          ['name'],
-        ),
-      ),
-      uniqueBy: { key: 'name', message: 'tool names must be unique' },
-      default: [],
-    },
-    context: {
-      ...listOf(
-        record({ description: { type: 'string', maxLength: 10_000 }, value: { type: 'string' } }, [
-          'description',
-          'value',
-        ]),
-      ),
-      default: [],
-    },
-    forwardedProps: orNull(OBJECT),
-    resume: {
-      ...orNull(
-        listOf(
-          record({ interruptId: ID, status: { enum: ['resolved', 'cancelled'] }, payload: orNull(OBJECT) }, [
-            'interruptId',
-            'status',
-          ]),
-        ),
-      ),
-      maxItems: 32,
-      uniqueBy: { key: 'interruptId', message: 'each interrupt is answered once' },
-    },
-  },
-  ['threadId', 'runId', 'messages'],
-);
 
 type KeywordCheck = ((...args: [unknown, unknown, unknown?, DataValidationCxt?]) => boolean) & {
   errors?: Array<Partial<ErrorObject>>;
@@ -146,6 +44,8 @@ const ajv = new Ajv({
   verbose: true,
   messages: false,
 });
+// Annotations for the OpenAPI document, which Ajv only has to know.
+ajv.addVocabulary(['example', 'openApi']);
 ajv.addKeyword({
   keyword: 'agUiContent',
   type: 'object',
@@ -178,7 +78,7 @@ ajv.addKeyword({
     return undefined;
   }),
 });
-const validate = ajv.compile(RUN_AGENT_INPUT_SCHEMA);
+const validate = ajv.compile(RunAgentInputSchema);
 
 const PATTERN_RULES: Record<string, string> = {
   [ID_PATTERN.source]: ID_RULE,
@@ -243,12 +143,12 @@ export function runAgentInputProblems(body: unknown, max = 50): ErrorDetail[] | 
 }
 
 /**
- * The body of `POST /run` once RunAgentInputPipe passed it: a plain object of the DTO's shape. A type
- * alias, not the class, so that the global ValidationPipe (class-validator) leaves it alone.
+ * The body of `POST /run` once RunAgentInputPipe passed it: a plain object of the schema's `Static`
+ * type. A type, not a class, so that the global ValidationPipe (class-validator) leaves it alone.
  */
 export type RunAgentInput = RunAgentInputDto;
 
-/** `@Body(RunAgentInputPipe)`: a 400 VALIDATION_FAILED naming each problem, as the ValidationPipe's. */
+/** `POST /run`'s body pipe: a 400 VALIDATION_FAILED naming each problem, as the ValidationPipe's. */
 @Injectable()
 export class RunAgentInputPipe implements PipeTransform<unknown, RunAgentInput> {
   transform(value: unknown): RunAgentInput {

@@ -10,13 +10,13 @@ import {
   ApiOperation,
   ApiQuery,
   ApiTags,
-  getSchemaPath,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentPrincipal, idScope, type Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { ApiErrors } from '../common/api-errors.decorator';
-import { RunAgentInputDto, runExample } from '../protocol/run-agent-input.dto';
+import { runExample } from '../protocol/run-agent-input.dto';
+import { RUN_AGENT_INPUT_BODY } from '../openapi/run-agent-input';
 import { type RunAgentInput, RunAgentInputPipe } from '../protocol/run-agent-input.schema';
 import { AcceptedView, RunView } from './dto/run-view.dto';
 import { AgUiEventFrame, RUN_STREAM_CONTENT, RUN_STREAM_DESCRIPTION } from '../protocol/run-events.dto';
@@ -64,11 +64,10 @@ export class RunsController {
   @HttpCode(200)
   @UseGuards(RunRateLimitGuard)
   @ApiOperation({ summary: 'Start a run and stream its AG-UI events', description: RUN_STREAM_DESCRIPTION })
-  @ApiExtraModels(AgUiEventFrame, RunAgentInputDto)
+  @ApiExtraModels(AgUiEventFrame)
   @ApiBody({
     required: true,
     description: 'A RunAgentInput. Every run needs a new runId: change it before sending the example again.',
-    schema: { $ref: getSchemaPath(RunAgentInputDto) },
     examples: { chat: { summary: 'A chat turn (fresh runId on every load)', value: runExample() } },
   })
   @ApiOkResponse({
@@ -94,7 +93,7 @@ export class RunsController {
     SHUTTING_DOWN: 'this instance is draining; retry',
   })
   run(
-    @Body(RunAgentInputPipe) input: RunAgentInput,
+    @Body({ schema: RUN_AGENT_INPUT_BODY, pipes: [RunAgentInputPipe] }) input: RunAgentInput,
     @CurrentPrincipal() principal: Principal,
     @Res() reply: FastifyReply,
   ): Promise<void> {

@@ -5,6 +5,7 @@ import Ajv from 'ajv';
 import type { Browser, ConsoleMessage } from 'playwright-core';
 import { ERROR_CODES, ERROR_STATUS } from '../../src/common/errors';
 import { RUN_ERROR_CODES } from '../../src/protocol/agui-events';
+import { runAgentInputComponents } from '../../src/openapi/run-agent-input';
 import { startApp, TestApp } from '../support/app';
 import { openRun, runToFrames } from '../support/sse';
 import { TestIdp } from '../support/oidc';
@@ -456,6 +457,12 @@ describe('OpenAPI document at /docs-json', () => {
     const input = doc.components.schemas.RunAgentInputDto;
     expect(input.required).toEqual(['threadId', 'runId', 'messages']);
     expect(input.properties.messages.items.$ref).toBe('#/components/schemas/MessageDto');
+    // Each schema of the run request as derived from the one RunAgentInputPipe checks, not another.
+    for (const [name, schema] of Object.entries(runAgentInputComponents()))
+      expect({ name, schema: doc.components.schemas[name] }).toEqual({
+        name,
+        schema: JSON.parse(JSON.stringify(schema)),
+      });
     expect(Object.keys(run.responses['200'].content)).toEqual(['text/event-stream']);
     expect(run.responses['200'].content['text/event-stream'].schema.type).toBe('string');
 

@@ -1,7 +1,7 @@
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { ANY_JSON_VALUE, MessageDto } from '../../protocol/run-agent-input.dto';
+import { ANY_JSON_VALUE } from '../../protocol/run-agent-input.dto';
 import { ID_MESSAGE, ID_PATTERN, ID_SCHEMA } from '../../common/ids';
 
 const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -210,12 +210,12 @@ export class UiMessageView {
   content: UiMessageContentView;
 }
 
-@ApiExtraModels(UiMessageView, MessageDto)
+@ApiExtraModels(UiMessageView)
 export class MessagesPage {
   @ApiProperty({
     type: 'array',
     // anyOf, not oneOf: a UI message also satisfies the looser AG-UI message shape.
-    items: { anyOf: [{ $ref: getSchemaPath(UiMessageView) }, { $ref: getSchemaPath(MessageDto) }] },
+    items: { anyOf: [{ $ref: getSchemaPath(UiMessageView) }, { $ref: getSchemaPath('MessageDto') }] },
     description: '`format=ui`: UiMessageView; `format=agui`: the AG-UI message as stored (MessageDto)',
   })
   messages: Record<string, unknown>[];
