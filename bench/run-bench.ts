@@ -17,6 +17,9 @@ import { benchResume, formatResume, withReplica } from './resume-bench';
 import { benchParked, formatParked, parkedTargets } from './parked-bench';
 import { benchDurable, durableTargets, formatDurable } from './durable-bench';
 import { startBareEngine } from './bare-engine';
+import { benchBaselineGuard, formatBaselineGuard, guardFailure } from './baseline-guard';
+import type { GuardResult, WarmClient } from './baseline-guard';
+import { BaselineError } from './baseline-build';
 import { benchDbCost, dbCostRatio, formatDbCost } from './db-cost';
 import {
   benchEngineAlone,
@@ -451,6 +454,31 @@ function engineLatencyRound(agent: EngineAgent, into: number[]) {
   };
 }
 
+/** The warm-connection client above, one round on each call: the baseline guard's latency client (baseline-guard.ts). */
+async function warmClient(runUrl: string): Promise<WarmClient> {
+  const client = spawnClient(['latency-warm', runUrl]);
+  try {
+    const ready = await client.next();
+    if (ready.type !== 'ready') throw new Error(`latency client: ${JSON.stringify(ready)}`);
+  } catch (err) {
+    client.kill();
+    throw err;
+  }
+  return {
+    round: async () => {
+      client.send('round');
+      const message = await client.next();
+      if (message.type !== 'round') throw new Error(`latency client: ${JSON.stringify(message)}`);
+      return message.samples;
+    },
+    close: async () => {
+      client.send('close');
+      await client.finished();
+    },
+    kill: () => client.kill(),
+  };
+}
+
 /** The same rounds from a client in its own process: what a remote client sees, without sharing the event loop. */
 async function latencyFromChild(runUrl: string): Promise<LatencySample[]> {
   const client = spawnClient(['latency', runUrl]);
@@ -813,7 +841,7 @@ async function main(): Promise<void> {
   const only = new Set(
     (
       process.env.BENCH_ONLY ??
-      'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume,parked,durable,config-agent'
+      'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume,parked,durable,config-agent,baseline'
     ).split(','),
   );
   try {
@@ -979,6 +1007,18 @@ async function main(): Promise<void> {
       );
     }
 
+    // Last: it compares two other processes, and the in-process parts before it want a fresh heap.
+    let guard: GuardResult | undefined;
+    let guardError: string | undefined;
+    if (only.has('baseline')) {
+      try {
+        guard = await benchBaselineGuard({ agent, clusterUrl: config.database.url!, warmClient, progress });
+      } catch (err) {
+        if (!(err instanceof BaselineError)) throw err;
+        guardError = `BASELINE GUARD FAILED: ${err.message}`;
+      }
+    }
+
     console.log(`io-bridge bench, node ${process.version}`);
     if (subjects) printThroughput(subjects);
     if (latency) printLatency(latency);
@@ -999,6 +1039,14 @@ async function main(): Promise<void> {
       );
     if (realisticRows.length) console.log(`\n${formatRatios('Issue 21 ratios (this run)', realisticRows)}`);
     if (parkedRows.length) console.log(`\n${formatRatios('Issue 25 targets (this run)', parkedRows)}`);
+    if (guard) console.log(`\n${formatBaselineGuard(guard)}`);
+    // Unlike the targets above, the guard's limits decide the exit code (bench/README.md, "Baseline guard").
+    const banner = guardError ?? (guard && guardFailure(guard));
+    if (banner) {
+      console.log(`\n${banner}`);
+      console.error(banner);
+      process.exitCode = 1;
+    }
   } finally {
     await ceiling.close();
     await bareEngine.close();
