@@ -11,6 +11,7 @@
 import type { Agent } from '@mastra/core/agent';
 import { MAIN, startBuiltService, type BuiltService } from '../test/support/built-service';
 import { baselineBuild, BaselineError, type BaselineBuild } from './baseline-build';
+import { cpuMsOf } from './continuation-cost';
 import { withClient } from './db-cost';
 import type { LeanSample } from './lean-client';
 import { PERSISTING_PEER, startPersistingAgUi } from './realistic-bench';
@@ -45,6 +46,10 @@ export type GuardResult = {
   rows: GuardRow[];
   p50: { baseline: number; current: number; peer: number };
   peerP99: number;
+  /** current / baseline in each round alone: their spread shows how noisy the run was. */
+  perRound: { throughput: number[]; p99: number[] };
+  /** Deltas per CPU-second of each replica over all its throughput runs (its own CPU, from /proc): steadier under load. */
+  cpuRate: { baseline: number; current: number };
   seconds: number;
 };
 
@@ -85,10 +90,21 @@ const percentile = (xs: number[], p: number): number => {
 };
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const collect = () => globalThis.gc?.();
+const times = (r: number) => `${r.toFixed(2)}×`;
 const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
-type Side = { name: 'baseline' | 'current'; url: string; warm: WarmClient; rates: number[]; first: number[] };
+/** A build's samples, one array per round. */
+type Side = {
+  name: 'baseline' | 'current';
+  url: string;
+  warm: WarmClient;
+  rates: number[][];
+  first: number[][];
+  cpuMs: () => number;
+  /** CPU ms the replica used over its measured throughput runs. */
+  spent: number;
+};
 
 /**
  * Runs the guard. `clusterUrl` is the bench's database: the three databases of the part are made
@@ -150,7 +166,7 @@ export async function benchBaselineGuard(deps: {
       const runUrl = `${service.base}/run`;
       const warm = await warmClient(runUrl);
       clients.push(warm);
-      return { name, url: runUrl, warm, rates: [], first: [] };
+      return { name, url: runUrl, warm, rates: [], first: [], cpuMs: cpuMsOf(service.pid), spent: 0 };
     };
     const sides = [await side('baseline', baseline), await side('current', current)];
     const peerWarm = await warmClient(peer.url);
@@ -173,8 +189,8 @@ export async function benchBaselineGuard(deps: {
       return firsts(samples);
     };
 
-    progress('baseline: warm-up (3 runs of /bench 5000 each, one round of 100 at once each)');
-    for (const s of sides) for (let i = 0; i < 3; i++) await stream(s);
+    progress('baseline: warm-up (5 runs of /bench 5000 each, one round of 100 at once each)');
+    for (const s of sides) for (let i = 0; i < 5; i++) await stream(s);
     for (const client of clients) await burst(client);
     for (let round = 0; round < rounds; round++) {
       // Each round the other build goes first: what a run leaves behind (garbage, database work)
@@ -184,15 +200,25 @@ export async function benchBaselineGuard(deps: {
         `baseline: round ${round + 1}/${rounds}, ${order.map((s) => s.name).join(' then ')}: ` +
           `${runs} runs of /bench ${DELTAS} each, then ${CONCURRENT} of /bench 20 at once each and the persisting peer`,
       );
-      for (const s of order) for (let i = 0; i < runs; i++) s.rates.push(await stream(s));
-      for (const s of order) s.first.push(...(await burst(s.warm)));
+      for (const s of order) {
+        s.rates.push([]);
+        const cpu = s.cpuMs();
+        for (let i = 0; i < runs; i++) s.rates[round].push(await stream(s));
+        s.spent += s.cpuMs() - cpu;
+      }
+      for (const s of order) s.first.push(await burst(s.warm));
       peerFirst.push(...(await burst(peerWarm)));
     }
     for (const client of clients.splice(0)) await client.close();
 
     const [b, c] = sides;
-    const throughput = { baseline: median(b.rates), current: median(c.rates) };
-    const p99 = { baseline: percentile(b.first, 99), current: percentile(c.first, 99) };
+    const all = (rounds: number[][]) => rounds.flat();
+    const throughput = { baseline: median(all(b.rates)), current: median(all(c.rates)) };
+    const p99 = { baseline: percentile(all(b.first), 99), current: percentile(all(c.first), 99) };
+    const perRound = {
+      throughput: c.rates.map((r, i) => median(r) / median(b.rates[i])),
+      p99: c.first.map((r, i) => percentile(r, 99) / percentile(b.first[i], 99)),
+    };
     const rows: GuardRow[] = [
       {
         figure: `throughput, /bench ${DELTAS} back to back (median deltas/s)`,
@@ -218,9 +244,14 @@ export async function benchBaselineGuard(deps: {
       currentEnv: extra,
       rows,
       p50: {
-        baseline: percentile(b.first, 50),
-        current: percentile(c.first, 50),
+        baseline: percentile(all(b.first), 50),
+        current: percentile(all(c.first), 50),
         peer: percentile(peerFirst, 50),
+      },
+      perRound,
+      cpuRate: {
+        baseline: (DELTAS * runs * rounds * 1000) / b.spent,
+        current: (DELTAS * runs * rounds * 1000) / c.spent,
       },
       peerP99: percentile(peerFirst, 99),
       seconds: (Date.now() - t0) / 1000,
@@ -268,6 +299,10 @@ export function formatBaselineGuard(r: GuardResult): string {
       ),
     ),
     `first content p50: baseline ${fmt(r.p50.baseline, 1)} ms, current ${fmt(r.p50.current, 1)} ms`,
+    `by each replica's own CPU time (no limit; steadier under load): baseline ${fmt(r.cpuRate.baseline)}, ` +
+      `current ${fmt(r.cpuRate.current)} deltas/CPU-s, ${times(r.cpuRate.current / r.cpuRate.baseline)}`,
+    `each round alone, current/baseline: throughput ${r.perRound.throughput.map(times).join(', ')}; ` +
+      `first content p99 ${r.perRound.p99.map(times).join(', ')} (their spread is this run's noise)`,
     `${PERSISTING_PEER}, the same client: first content p99 ${fmt(r.peerP99, 1)} ms (p50 ${fmt(r.p50.peer, 1)} ms); ` +
       `service / peer p99: current ${(r.rows[1].current / r.peerP99).toFixed(2)}×, baseline ${(r.rows[1].baseline / r.peerP99).toFixed(2)}×`,
   ].join('\n');
