@@ -33,6 +33,8 @@ const common = {
   testEnvironment: 'node',
   moduleFileExtensions: ['js', 'json', 'ts'],
   transform: { '^.+\\.ts$': swc },
+  // .data/ holds the bench's baseline build, a whole checkout (bench/README.md, "Baseline guard"): not this project's modules.
+  modulePathIgnorePatterns: ['<rootDir>/.data/'],
   // The client package from its source, as the playground's bundle takes it: no build of it first.
   // The conformance kit from its source too (it has no build), without needing its link in node_modules.
   moduleNameMapper: {

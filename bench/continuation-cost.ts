@@ -27,7 +27,7 @@ export type CostResult = {
 };
 
 /** CPU ms a process has used (user + system), from /proc/<pid>/stat in clock ticks of 10 ms (Linux's 100 Hz). */
-function cpuMsOf(pid: number): () => number {
+export function cpuMsOf(pid: number): () => number {
   return () => {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

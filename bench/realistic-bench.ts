@@ -67,6 +67,9 @@ export async function startPlainAgUi(agent: Agent): Promise<{ url: string; close
       });
     });
   });
+  // Fastify's default, which the service runs with: node:http's 5 s would close a client's idle
+  // keep-alive connection between two rounds of the baseline guard (bench/README.md, "Baseline guard").
+  server.keepAliveTimeout = 72_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

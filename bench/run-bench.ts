@@ -11,10 +11,15 @@ import { benchThreads, formatThreadsBench } from './threads-bench';
 import { benchStockRoundTrip, formatStockRoundTrip } from './stock-roundtrip';
 import { benchToolRoundTrip, formatToolRoundTrip } from './tool-roundtrip';
 import { WarmConnections } from './lean-client';
+import { fetchRun, JSON_HEADERS, runBody, SseReader } from './sse-client';
+import type { StreamSample } from './sse-client';
 import { benchResume, formatResume, withReplica } from './resume-bench';
 import { benchParked, formatParked, parkedTargets } from './parked-bench';
 import { benchDurable, durableTargets, formatDurable } from './durable-bench';
 import { startBareEngine } from './bare-engine';
+import { benchBaselineGuard, formatBaselineGuard, guardFailure } from './baseline-guard';
+import type { GuardResult, WarmClient } from './baseline-guard';
+import { BaselineError } from './baseline-build';
 import { benchDbCost, dbCostRatio, formatDbCost } from './db-cost';
 import {
   benchEngineAlone,
@@ -72,80 +77,7 @@ const TARGET_FIRST_DELTA_RATIO = 1.1;
 const TARGET_MEMORY_DIFF_KB = 25;
 
 // ---------------------------------------------------------------------------------------------------
-// Client side: AG-UI requests and an SSE reader
-
-const JSON_HEADERS = { 'content-type': 'application/json', accept: 'text/event-stream' };
-
-/**
- * A RunAgentInput of a chat turn (it names memory, so it is stored, as io.Assist's are); `owner`
- * (forwardedProps.resourceId) lets concurrent runs come from different users, as they do.
- */
-const runBody = (text: string, threadId = `bench-${randomUUID()}`, owner?: string, agentId?: string) =>
-  JSON.stringify({
-    threadId,
-    runId: randomUUID(),
-    messages: [{ id: randomUUID(), role: 'user', content: text }],
-    tools: [],
-    context: [],
-    forwardedProps: {
-      memory: { thread: threadId },
-      ...(owner ? { resourceId: owner } : {}),
-      ...(agentId ? { agentId } : {}),
-    },
-  });
-
-/** Parses SSE frames (`id: n\ndata: json\n\n`, `: ping` comments) as they arrive, counting events and delta text. */
-class SseReader {
-  events = 0;
-  deltaChars = 0;
-  lastType: string | undefined;
-  private buffer = '';
-
-  constructor(private readonly onEvent?: (type: string) => void) {}
-
-  feed(text: string): void {
-    this.buffer += text;
-    let start = 0;
-    for (let end = this.buffer.indexOf('\n\n'); end !== -1; end = this.buffer.indexOf('\n\n', start)) {
-      this.frame(this.buffer.slice(start, end));
-      start = end + 2;
-    }
-    this.buffer = this.buffer.slice(start);
-  }
-
-  private frame(block: string): void {
-    if (block.startsWith(':')) return;
-    const at = block.indexOf('data: ');
-    if (at === -1) throw new Error(`malformed SSE frame: ${block.slice(0, 200)}`);
-    const event = JSON.parse(block.slice(at + 6)) as { type: string; delta?: string };
-    this.events++;
-    if (event.type === 'TEXT_MESSAGE_CONTENT') this.deltaChars += event.delta?.length ?? 0;
-    this.lastType = event.type;
-    this.onEvent?.(event.type);
-  }
-}
-
-type StreamSample = { ms: number; deltas: number; events: number };
-
-/** One run through fetch (keep-alive, like a browser), read to the end of the stream. */
-async function fetchRun(url: string, text: string): Promise<StreamSample> {
-  const body = runBody(text);
-  const t0 = performance.now();
-  const res = await fetch(url, { method: 'POST', headers: JSON_HEADERS, body });
-  if (!res.ok || !res.body) throw new Error(`POST ${url}: HTTP ${res.status} ${await res.text()}`);
-  const sse = new SseReader();
-  const decoder = new TextDecoder();
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    sse.feed(decoder.decode(value, { stream: true }));
-  }
-  sse.feed(decoder.decode());
-  const ms = performance.now() - t0;
-  if (sse.lastType !== 'RUN_FINISHED') throw new Error(`run ended with ${sse.lastType ?? 'nothing'}`);
-  return { ms, deltas: sse.deltaChars / 2, events: sse.events };
-}
+// Client side: runs timed from the send (the request body and the SSE reader are in sse-client.ts)
 
 type LatencySample = { started: number; firstDelta: number };
 
@@ -522,6 +454,31 @@ function engineLatencyRound(agent: EngineAgent, into: number[]) {
   };
 }
 
+/** The warm-connection client above, one round on each call: the baseline guard's latency client (baseline-guard.ts). */
+async function warmClient(runUrl: string): Promise<WarmClient> {
+  const client = spawnClient(['latency-warm', runUrl]);
+  try {
+    const ready = await client.next();
+    if (ready.type !== 'ready') throw new Error(`latency client: ${JSON.stringify(ready)}`);
+  } catch (err) {
+    client.kill();
+    throw err;
+  }
+  return {
+    round: async () => {
+      client.send('round');
+      const message = await client.next();
+      if (message.type !== 'round') throw new Error(`latency client: ${JSON.stringify(message)}`);
+      return message.samples;
+    },
+    close: async () => {
+      client.send('close');
+      await client.finished();
+    },
+    kill: () => client.kill(),
+  };
+}
+
 /** The same rounds from a client in its own process: what a remote client sees, without sharing the event loop. */
 async function latencyFromChild(runUrl: string): Promise<LatencySample[]> {
   const client = spawnClient(['latency', runUrl]);
@@ -884,7 +841,7 @@ async function main(): Promise<void> {
   const only = new Set(
     (
       process.env.BENCH_ONLY ??
-      'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume,parked,durable,config-agent'
+      'throughput,latency,realistic,db-cost,memory,threads,tools,stock-tools,resume,parked,durable,config-agent,baseline'
     ).split(','),
   );
   try {
@@ -1050,6 +1007,18 @@ async function main(): Promise<void> {
       );
     }
 
+    // Last: it compares two other processes, and the in-process parts before it want a fresh heap.
+    let guard: GuardResult | undefined;
+    let guardError: string | undefined;
+    if (only.has('baseline')) {
+      try {
+        guard = await benchBaselineGuard({ agent, clusterUrl: config.database.url!, warmClient, progress });
+      } catch (err) {
+        if (!(err instanceof BaselineError)) throw err;
+        guardError = `BASELINE GUARD FAILED: ${err.message}`;
+      }
+    }
+
     console.log(`io-bridge bench, node ${process.version}`);
     if (subjects) printThroughput(subjects);
     if (latency) printLatency(latency);
@@ -1070,6 +1039,14 @@ async function main(): Promise<void> {
       );
     if (realisticRows.length) console.log(`\n${formatRatios('Issue 21 ratios (this run)', realisticRows)}`);
     if (parkedRows.length) console.log(`\n${formatRatios('Issue 25 targets (this run)', parkedRows)}`);
+    if (guard) console.log(`\n${formatBaselineGuard(guard)}`);
+    // Unlike the targets above, the guard's limits decide the exit code (bench/README.md, "Baseline guard").
+    const banner = guardError ?? (guard && guardFailure(guard));
+    if (banner) {
+      console.log(`\n${banner}`);
+      console.error(banner);
+      process.exitCode = 1;
+    }
   } finally {
     await ceiling.close();
     await bareEngine.close();
