@@ -33,6 +33,18 @@ function streamOf(parts: StreamPart[], then: 'close' | Error | 'hang' = 'close')
   });
 }
 
+/** A stream of these parts, each `gapMs` after the one before (on the test's clock), then closed. */
+function pacedStreamOf(parts: StreamPart[], gapMs: number): ReadableStream<StreamPart> {
+  let i = 0;
+  return new ReadableStream<StreamPart>({
+    async pull(controller) {
+      await new Promise((resolve) => setTimeout(resolve, gapMs));
+      if (i < parts.length) controller.enqueue(parts[i++]);
+      else controller.close();
+    },
+  });
+}
+
 /** A model answering each call with the next of `answers`: a stream, or an error thrown by doStream. */
 function modelOf(answers: Array<ReadableStream<StreamPart> | Error>): CallableModel & { calls: number } {
   const model = {
@@ -122,6 +134,20 @@ describe('ProviderCall', () => {
     const { stream } = await new ProviderCall(stalled, settings, undefined, {}).stream();
     const parts = await partsOf(stream);
     expect(parts.at(-1)).toMatchObject({ type: 'error', error: { code: 'MODEL_TIMEOUT' } });
+  });
+
+  it('counts a silence from the read that waits: parts that each come within the idle timeout go on, however long the stream', async () => {
+    jest.useFakeTimers();
+    try {
+      // 15 ms between parts, 20 ms allowed: a watchdog counting from the stream's first read fires at 20 ms.
+      const paced = modelOf([pacedStreamOf(answer, 15)]);
+      const settings = { ...SETTINGS, retries: 0, idleTimeoutMs: 20 };
+      const parts = new ProviderCall(paced, settings, undefined, {}).stream().then((r) => partsOf(r.stream));
+      await jest.advanceTimersByTimeAsync(15 * (answer.length + 1));
+      expect((await parts).map((p) => p.type)).toEqual(answer.map((p) => p.type));
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('stops retrying when the run is aborted', async () => {

@@ -4,9 +4,11 @@ import { endWithError, startSpan, tracingOn, withSpan, withTraceHeaders } from '
 import type { TokenUsage } from '../protocol/usage';
 import { classifyModelError, ModelFailure } from './model-errors';
 import { tokenUsageOf } from './model-usage';
+import { CONTENT_PARTS, StreamPart, WatchedCall, WatchedSource } from './watched-source';
+
+export type { StreamPart };
 
 export type ModelCall = { abortSignal?: AbortSignal; headers?: Record<string, string | undefined> };
-export type StreamPart = { type: string; usage?: unknown; error?: unknown };
 export type StreamResult = { stream: ReadableStream<StreamPart> };
 export type CallableModel = {
   doStream(options: ModelCall): PromiseLike<StreamResult>;
@@ -41,16 +43,6 @@ export interface ModelCallObserver {
 /** A provider asking for a longer wait than this is not retried: the run would hold its reader that long. */
 const MAX_RETRY_WAIT_MS = 30_000;
 
-/** Parts that are content: once one is passed on, the call is shown and no longer retried. */
-const CONTENT_PARTS = new Set([
-  'text-delta',
-  'reasoning-delta',
-  'tool-input-start',
-  'tool-input-delta',
-  'tool-call',
-  'finish',
-]);
-
 const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -79,7 +71,7 @@ function labelsOf(modelId: string): { provider?: string; model: string } {
  * bounded by a first-token and an idle timeout; its failure classified (ModelFailure: a code and a
  * message safe for a user); its usage reported to the run, the metrics and its span.
  */
-export class ProviderCall {
+export class ProviderCall implements WatchedCall {
   private readonly started = performance.now();
   private readonly labels: { agent: string; model: string };
   private span: Span | undefined;
@@ -179,7 +171,7 @@ export class ProviderCall {
    * A timer aborting the request when it fires; returns the check of whether it did (then the
    * request's failure is this timeout, whatever the aborted request threw).
    */
-  arm(ms: number, local: AbortController, what: string): () => ModelFailure | undefined {
+  private arm(ms: number, local: AbortController, what: string): () => ModelFailure | undefined {
     this.disarm();
     let fired: ModelFailure | undefined;
     if (ms > 0) {
@@ -191,13 +183,13 @@ export class ProviderCall {
     return () => fired;
   }
 
-  disarm(): void {
+  private disarm(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
   }
 
   /** Reads a part, or rejects as soon as the timer fires (a model that ignores its abort signal still stops). */
-  read(
+  private read(
     reader: ReadableStreamDefaultReader<StreamPart>,
     local: AbortController,
   ): Promise<ReadableStreamReadResult<StreamPart>> {
@@ -275,60 +267,5 @@ export class ProviderCall {
 
   get runAborted(): boolean {
     return this.options.abortSignal?.aborted === true;
-  }
-}
-
-/**
- * The stream a run reads from a call that has shown content: the held parts, then the rest, each
- * within the idle timeout; a failure becomes an `error` part carrying its ModelFailure. A class,
- * not closures: one is held per open run.
- */
-class WatchedSource implements UnderlyingDefaultSource<StreamPart> {
-  constructor(
-    private readonly call: ProviderCall,
-    private readonly reader: ReadableStreamDefaultReader<StreamPart>,
-    private readonly held: StreamPart[],
-    private readonly local: AbortController,
-  ) {}
-
-  async pull(controller: ReadableStreamDefaultController<StreamPart>): Promise<void> {
-    const part = this.held.shift();
-    if (part) return this.pass(part, controller);
-    const timedOut = this.call.arm(this.call.idleTimeoutMs, this.local, 'part');
-    try {
-      const next = await this.call.read(this.reader, this.local);
-      this.call.disarm();
-      if (next.done) {
-        this.call.finish('ok');
-        return controller.close();
-      }
-      this.pass(next.value, controller);
-    } catch (err) {
-      this.call.disarm();
-      if (this.call.runAborted && !timedOut()) {
-        this.call.finish('cancelled');
-        return controller.error(err);
-      }
-      const failure = timedOut() ?? classifyModelError(err);
-      void this.reader.cancel(failure).catch(() => undefined);
-      this.call.fail(failure);
-      controller.enqueue({ type: 'error', error: failure });
-      controller.close();
-    }
-  }
-
-  cancel(reason: unknown): Promise<void> {
-    this.call.finish(this.call.runAborted ? 'cancelled' : 'ok');
-    return this.reader.cancel(reason);
-  }
-
-  private pass(part: StreamPart, controller: ReadableStreamDefaultController<StreamPart>): void {
-    if (part.type === 'error') {
-      const failure = classifyModelError(part.error);
-      this.call.fail(failure);
-      return controller.enqueue({ ...part, error: failure });
-    }
-    this.call.seen(part);
-    controller.enqueue(part);
   }
 }
