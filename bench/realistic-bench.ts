@@ -25,9 +25,24 @@ import { PostgresStore } from '@mastra/pg';
 import { ratioAtLeast, ratioAtMost } from './ratios';
 import type { RatioRow } from './ratios';
 
-/** The realistic model: deltas per answer, ms to the first token (uniform in [min, max]), ms between tokens. */
-export const REALISTIC = { deltas: 50, firstMinMs: 200, firstMaxMs: 500, gapMs: 20 };
-const CONCURRENCY = [100, 500];
+/** A list of positive integers from the environment (`100,300`), else `fallback`. */
+function envNumbers(name: string, fallback: number[]): number[] {
+  const text = process.env[name];
+  if (!text) return fallback;
+  const numbers = text.split(',').map(Number);
+  if (!numbers.every((n) => Number.isInteger(n) && n > 0))
+    throw new Error(`${name} must be positive integers separated by commas, not '${text}'`);
+  return numbers;
+}
+
+const [FIRST_MIN_MS, FIRST_MAX_MS = FIRST_MIN_MS] = envNumbers('BENCH_REALISTIC_FIRST_MS', [200, 500]);
+/**
+ * The realistic model: deltas per answer, ms to the first token (uniform in [min, max];
+ * `BENCH_REALISTIC_FIRST_MS=300` fixes it, `=200,500` is the default range), ms between tokens.
+ */
+export const REALISTIC = { deltas: 50, firstMinMs: FIRST_MIN_MS, firstMaxMs: FIRST_MAX_MS, gapMs: 20 };
+/** The concurrencies measured (`BENCH_REALISTIC_CONCURRENCY=100,300`). */
+const CONCURRENCY = envNumbers('BENCH_REALISTIC_CONCURRENCY', [100, 500]);
 const WINDOW_MS = 6000;
 const ROUNDS = 2;
 /** A run that has not ended this long after its request counts as failed (its connection is dropped). */
