@@ -7,6 +7,15 @@ import type { PreparedRun } from '../prepare/run-preparer';
 import { ParkCountdowns } from './park-countdowns';
 import { DATABASE_UNAVAILABLE } from './run-ending';
 
+/** The run that waits (RunExecution): what its waits stop or park. */
+export type WaitingRun = {
+  readonly prepared: PreparedRun;
+  /** Parks the run on a call whose wait has `remainingMs` left; undefined when nobody parks it. */
+  readonly onPark: ((toolCallId: string, remainingMs: number) => void) | undefined;
+  /** Stops the run (timeout, database down). */
+  stop(code: RunErrorCode, message: string): void;
+};
+
 export type FrontendWaitLimits = {
   /** FRONTEND_TOOL_TIMEOUT_MS: past it the run ends TOOL_RESULT_TIMEOUT. */
   timeoutMs: number;
@@ -22,18 +31,14 @@ export class FrontendWaits {
   private readonly parks: ParkCountdowns | undefined;
 
   constructor(
-    private readonly run: PreparedRun,
+    private readonly run: WaitingRun,
     private readonly results: FrontendToolResults,
     private readonly metrics: Metrics,
     private readonly limits: FrontendWaitLimits,
-    /** Stops the run (timeout, database down). */
-    private readonly stop: (code: RunErrorCode, message: string) => void,
-    /** Parks the run on a call whose wait has `remainingMs` left; undefined when nobody parks it. */
-    private readonly park: () => ((toolCallId: string, remainingMs: number) => void) | undefined,
   ) {
     if (limits.parkAfterMs > 0)
       this.parks = new ParkCountdowns(limits.parkAfterMs, (toolCallId, remainingMs) =>
-        this.park()?.(toolCallId, remainingMs),
+        this.run.onPark?.(toolCallId, remainingMs),
       );
   }
 
@@ -46,20 +51,20 @@ export class FrontendWaits {
     const { timeoutMs, parkAfterMs } = this.limits;
     const timer = setTimeout(() => {
       this.metrics.toolResultTimeouts.inc();
-      this.stop('TOOL_RESULT_TIMEOUT', `No result for tool call ${toolCallId} within ${timeoutMs} ms`);
+      this.run.stop('TOOL_RESULT_TIMEOUT', `No result for tool call ${toolCallId} within ${timeoutMs} ms`);
     }, timeoutMs);
     const waited = this.metrics.frontendToolWait.startTimer();
     // Waiting long: parked (held nowhere); a posted result wakes it on whichever replica it reaches.
     const stopCountdown =
-      parkAfterMs < timeoutMs && this.park()
+      parkAfterMs < timeoutMs && this.run.onPark
         ? this.parks?.start(toolCallId, Date.now() + timeoutMs)
         : undefined;
     try {
-      const { runId, principal } = this.run;
+      const { runId, principal } = this.run.prepared;
       return await this.results.wait(runId, principal.resourceId, toolCallId, signal);
     } catch (err) {
       // Not the tool's failure, so not for the model to see: the run itself cannot go on.
-      if (isDatabaseUnavailable(err)) this.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
+      if (isDatabaseUnavailable(err)) this.run.stop('SERVICE_UNAVAILABLE', DATABASE_UNAVAILABLE);
       throw err;
     } finally {
       clearTimeout(timer);

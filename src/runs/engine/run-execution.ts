@@ -15,7 +15,7 @@ import { agentCallOf } from '../prepare/agent-call';
 import { DATABASE_UNAVAILABLE, decideEnding, Ending, StopReason } from './run-ending';
 import type { RunRecorder } from './run-record';
 import type { RunCancels } from './run-cancels';
-import type { FrontendWaits } from './frontend-waits';
+import type { FrontendWaits, WaitingRun } from './frontend-waits';
 import type { RunTelemetry } from './run-telemetry';
 import type { Checkpoint, LeaseHolder, RunLeases } from './run-leases';
 import type { HandedOverRun } from '../storage/lapsed-runs.repository';
@@ -28,7 +28,8 @@ export type { PreparedRun };
 export type RunParts = {
   /** The model's tool calls in this run and what became of them. */
   tools: RunToolCalls;
-  waits: FrontendWaits;
+  /** The run's frontend waits, made for the run itself (they stop and park it). */
+  waitsFor: (run: WaitingRun) => FrontendWaits;
   telemetry: RunTelemetry;
   leases: RunLeases;
   cancels: RunCancels;
@@ -65,6 +66,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   onPark: ((toolCallId: string, remainingMs: number) => void) | undefined;
   /** The steps completed so far and the messages up to the last one's end (made on the first). */
   private steps: Checkpoint['steps'];
+  private readonly waits: FrontendWaits;
 
   /**
    * `history` is what the model sees (stored history, then the incoming messages): handed to the
@@ -80,6 +82,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     private readonly carried: EarlierSteps = { messages: [] },
   ) {
     if (carried.usage?.length) this.usage = carried.usage.map((u) => ({ ...u }));
+    this.waits = parts.waitsFor(this);
   }
 
   /** The model's tool calls in this run and what became of them. */
@@ -252,7 +255,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   observe(event: AguiEvent): void {
     this.collector.observe(event);
     this.tools.shown(event);
-    if (event.type === 'TOOL_CALL_END') this.parts.waits.endShown(event.toolCallId);
+    if (event.type === 'TOOL_CALL_END') this.waits.endShown(event.toolCallId);
     this.shown++;
     // A step completed: another replica would continue from here (the lease's next checkpoint keeps it).
     if (event.type === 'STEP_FINISHED')
@@ -272,7 +275,7 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   }
 
   waitForFrontendResult(toolCallId: string): Promise<ToolResult> {
-    return this.parts.waits.wait(toolCallId, this.abort.signal);
+    return this.waits.wait(toolCallId, this.abort.signal);
   }
 
   /**

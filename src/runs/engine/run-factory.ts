@@ -88,21 +88,11 @@ export class RunFactory {
     resumed: AnsweredInterrupt[],
     earlier?: EarlierSteps,
   ): RunExecution {
-    let execution: RunExecution | undefined = undefined;
-    const stop: RunExecution['stop'] = (code, message) => execution?.stop(code, message);
-    const waits = new FrontendWaits(
-      prepared,
-      this.results,
-      this.metrics,
-      this.limits,
-      stop,
-      () => execution?.onPark,
-    );
-    execution = new RunExecution(
+    return new RunExecution(
       prepared,
       {
         tools: new RunToolCalls(prepared, this.toolCalls),
-        waits,
+        waitsFor: (run) => new FrontendWaits(run, this.results, this.metrics, this.limits),
         telemetry: new RunTelemetry(prepared, this.metrics),
         leases: this.leases,
         cancels: this.cancels,
@@ -113,7 +103,6 @@ export class RunFactory {
       resumed,
       earlier,
     );
-    return execution;
   }
 
   /**
