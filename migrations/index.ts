@@ -13,6 +13,7 @@ import { DurableRuns1764692700000 } from './1764692700000-durable-runs';
 import { ParkedRuns1764692800000 } from './1764692800000-parked-runs';
 import { RunQueue1764692600000 } from './1764692600000-run-queue';
 import { RunWriteFence1764692900000 } from './1764692900000-run-write-fence';
+import { MastraMemoryTables1764693000000 } from './1764693000000-mastra-memory-tables';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -31,4 +32,5 @@ export const migrations = [
   DurableRuns1764692700000,
   ParkedRuns1764692800000,
   RunWriteFence1764692900000,
+  MastraMemoryTables1764693000000,
 ];

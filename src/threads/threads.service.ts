@@ -13,6 +13,7 @@ import {
   ThreadView,
   UpdateThreadDto,
 } from './dto/thread.dto';
+import { aguiOf, uiOf } from './mastra-format';
 import { toUiMessages } from './message-format';
 import { MessagesRepository } from './messages.repository';
 import { ThreadRow, ThreadsRepository } from './threads.repository';
@@ -119,7 +120,9 @@ export class ThreadsService {
   }
 
   async messages(id: string, query: ListMessagesQueryDto, principal: Principal): Promise<MessagesPage> {
-    const { resourceId } = await this.scoped(id, principal, 'read');
+    const thread = await this.scoped(id, principal, 'read');
+    if (thread.messagesInMastra) return this.messagesInMastra(thread, query);
+    const { resourceId } = thread;
     const limit = query.limit ?? 100;
     const rows = await this.threadMessages.list(id, resourceId, {
       limit: limit + 1,
@@ -135,6 +138,23 @@ export class ThreadsService {
     // Results stored on a newer page than their call still show on the call's part.
     const later = await this.threadMessages.toolResults(id, resourceId, missing);
     return { messages: toUiMessages(id, page, later), nextCursor };
+  }
+
+  /**
+   * The messages of a thread in Mastra's memory (docs/protocol.md#threads-mastra-wrote): `limit` of
+   * Mastra's messages a page, each read as AG-UI messages (an assistant message with tool results
+   * is several) or in the `ui` format as it is.
+   */
+  private async messagesInMastra(thread: ThreadRow, query: ListMessagesQueryDto): Promise<MessagesPage> {
+    const limit = query.limit ?? 100;
+    const rows = await this.threadMessages.listInMastra(thread.id, thread.resourceId, {
+      limit: limit + 1,
+      before: query.before,
+    });
+    const page = rows.slice(rows.length > limit ? 1 : 0);
+    const nextCursor = rows.length > limit ? page[0].position : null;
+    if (query.format === 'agui') return { messages: page.flatMap(aguiOf), nextCursor };
+    return { messages: page.map((row) => uiOf(thread.id, row)), nextCursor };
   }
 
   /** The thread this caller reaches by its id (`idScope`): its own, or any owner's where allowed. */

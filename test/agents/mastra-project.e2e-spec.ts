@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { Memory } from '@mastra/memory';
+import { PostgresStore } from '@mastra/pg';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -259,6 +261,207 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
     );
     expect(systemOf(model.requests.at(-1)!)).not.toContain('Hana');
     expect(systemOf(model.requests.at(-1)!)).not.toContain('tea');
+  });
+
+  describe('one set of threads with Mastra’s memory', () => {
+    // Mastra's own memory API on the service's database, as Mastra Studio, a workflow or the team's code use it.
+    let memory: Memory;
+    let store: PostgresStore;
+    beforeAll(() => {
+      store = new PostgresStore({ id: 'test-mastra-api', connectionString: process.env.E2E_DATABASE_URL! });
+      memory = new Memory({ storage: store });
+    });
+    afterAll(async () => {
+      await store?.close();
+    });
+    const get = (owner: string, path: string) =>
+      fetch(`${service.base}${path}`, { headers: { 'x-resource-id': owner } });
+
+    it('lists a thread written through Mastra’s memory API with its messages, as its owner’s only', async () => {
+      const threadId = `thread-by-mastra-${Date.now()}`;
+      await memory.createThread({ threadId, resourceId: 'olive', title: 'Order 42' });
+      const at = Date.now() - 10_000;
+      await memory.saveMessages({
+        messages: [
+          {
+            id: `${threadId}-q`,
+            threadId,
+            resourceId: 'olive',
+            role: 'user',
+            createdAt: new Date(at),
+            type: 'text',
+            content: { format: 2, parts: [{ type: 'text', text: 'Where is order 42?' }] },
+          },
+          {
+            id: `${threadId}-a`,
+            threadId,
+            resourceId: 'olive',
+            role: 'assistant',
+            createdAt: new Date(at + 1000),
+            type: 'text',
+            content: {
+              format: 2,
+              parts: [
+                { type: 'step-start' },
+                {
+                  type: 'tool-invocation',
+                  toolInvocation: {
+                    state: 'result',
+                    toolCallId: 'call-42',
+                    toolName: 'orderStatus',
+                    args: { orderId: '42' },
+                    result: { status: 'shipped' },
+                  },
+                },
+                { type: 'step-start' },
+                { type: 'text', text: 'It has shipped.' },
+              ],
+            },
+          },
+        ],
+      });
+
+      const listed = (await (await get('olive', '/threads')).json()) as {
+        threads: Array<Record<string, unknown>>;
+      };
+      expect(listed.threads.find((t) => t.id === threadId)).toMatchObject({
+        id: threadId,
+        resourceId: 'olive',
+        title: 'Order 42',
+      });
+      const agui = (await (await get('olive', `/threads/${threadId}/messages?format=agui`)).json()) as {
+        messages: unknown[];
+      };
+      expect(agui.messages).toEqual([
+        { id: `${threadId}-q`, role: 'user', content: 'Where is order 42?' },
+        {
+          id: `${threadId}-a`,
+          role: 'assistant',
+          toolCalls: [
+            {
+              id: 'call-42',
+              type: 'function',
+              function: { name: 'orderStatus', arguments: '{"orderId":"42"}' },
+            },
+          ],
+        },
+        { id: `${threadId}-a:call-42`, role: 'tool', toolCallId: 'call-42', content: '{"status":"shipped"}' },
+        { id: `${threadId}-a:1`, role: 'assistant', content: 'It has shipped.' },
+      ]);
+      const ui = (await (await get('olive', `/threads/${threadId}/messages`)).json()) as {
+        messages: Array<{ id: string; role: string; content: { parts: Array<Record<string, unknown>> } }>;
+      };
+      expect(ui.messages.map((m) => [m.id, m.role, m.content.parts.map((p) => p.type)])).toEqual([
+        [`${threadId}-q`, 'user', ['text']],
+        [`${threadId}-a`, 'assistant', ['step-start', 'tool-invocation', 'step-start', 'text']],
+      ]);
+      expect(ui.messages[1].content.parts[1]).toEqual({
+        type: 'tool-invocation',
+        toolInvocation: {
+          state: 'result',
+          toolCallId: 'call-42',
+          toolName: 'orderStatus',
+          args: { orderId: '42' },
+          result: { status: 'shipped' },
+        },
+      });
+      // A page of one, then the page before it.
+      const last = (await (
+        await get('olive', `/threads/${threadId}/messages?limit=1&format=agui`)
+      ).json()) as {
+        messages: Array<{ id: string }>;
+        nextCursor: string | null;
+      };
+      expect(last.messages.map((m) => m.id)).toEqual([
+        `${threadId}-a`,
+        `${threadId}-a:call-42`,
+        `${threadId}-a:1`,
+      ]);
+      const before = (await (
+        await get('olive', `/threads/${threadId}/messages?limit=1&format=agui&before=${last.nextCursor}`)
+      ).json()) as { messages: Array<{ id: string }>; nextCursor: string | null };
+      expect(before).toEqual({
+        messages: [expect.objectContaining({ id: `${threadId}-q` })],
+        nextCursor: null,
+      });
+
+      // Another owner neither lists nor reaches it.
+      const others = (await (await get('mallory', '/threads')).json()) as { threads: Array<{ id: string }> };
+      expect(others.threads.map((t) => t.id)).not.toContain(threadId);
+      for (const path of [`/threads/${threadId}`, `/threads/${threadId}/messages`]) {
+        expect((await get('mallory', path)).status).toBe(404);
+      }
+      const patch = await fetch(`${service.base}/threads/${threadId}`, {
+        method: 'PATCH',
+        headers: { 'x-resource-id': 'mallory', 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'Mine now' }),
+      });
+      expect(patch.status).toBe(404);
+
+      // Its owner goes on with it: the model reads the earlier turn from the memory, once.
+      model.enqueue({ text: ['It left on Monday.'] });
+      const next = runInput('When did it leave?', { threadId, forwardedProps: memoryOf(threadId) });
+      expect((await run('olive', next)).at(-1)!.event.type).toBe('RUN_FINISHED');
+      expect(conversationOf(model.requests.at(-1)!)).toEqual([
+        'user: Where is order 42?',
+        'assistant: It has shipped.',
+        'user: When did it leave?',
+      ]);
+      const after = (await (await get('olive', `/threads/${threadId}/messages?format=agui`)).json()) as {
+        messages: Array<{ role: string; content?: unknown }>;
+      };
+      expect(after.messages.filter((m) => m.role !== 'tool').map((m) => [m.role, m.content ?? null])).toEqual(
+        [
+          ['user', 'Where is order 42?'],
+          ['assistant', null],
+          ['assistant', 'It has shipped.'],
+          ['user', 'When did it leave?'],
+          ['assistant', 'It left on Monday.'],
+        ],
+      );
+
+      // Renamed by its owner, in Mastra's memory too; deleted, it is gone from the memory.
+      const renamed = await fetch(`${service.base}/threads/${threadId}`, {
+        method: 'PATCH',
+        headers: { 'x-resource-id': 'olive', 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'Order 42, shipped' }),
+      });
+      expect(renamed.status).toBe(200);
+      expect((await memory.getThreadById({ threadId }))?.title).toBe('Order 42, shipped');
+      const deleted = await fetch(`${service.base}/threads/${threadId}`, {
+        method: 'DELETE',
+        headers: { 'x-resource-id': 'olive' },
+      });
+      expect(deleted.status).toBe(204);
+      expect(await memory.getThreadById({ threadId })).toBeNull();
+      expect((await get('olive', `/threads/${threadId}`)).status).toBe(404);
+    });
+
+    it('a thread written through io-bridge reads back through Mastra’s memory API with the same messages', async () => {
+      const threadId = `thread-by-io-bridge-${Date.now()}`;
+      model.enqueue({ text: ['Hello Pia.'] });
+      expect(
+        (await run('pia', runInput('I am Pia.', { threadId, forwardedProps: memoryOf(threadId) }))).at(-1)!
+          .event.type,
+      ).toBe('RUN_FINISHED');
+      const page = (await (await get('pia', `/threads/${threadId}/messages?format=agui`)).json()) as {
+        messages: Array<{ role: string; content: unknown }>;
+      };
+      const { messages } = await memory.recall({ threadId, resourceId: 'pia' });
+      const texts = messages.map((m) => [
+        m.role,
+        m.content.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join(''),
+      ]);
+      expect(texts).toEqual(page.messages.map((m) => [m.role, m.content]));
+      expect(texts).toEqual([
+        ['user', 'I am Pia.'],
+        ['assistant', 'Hello Pia.'],
+      ]);
+      // Mastra's API refuses it to another owner, as io-bridge does.
+      expect(
+        (await memory.recall({ threadId, resourceId: 'mallory' }).catch(() => ({ messages: [] }))).messages,
+      ).toEqual([]);
+    });
   });
 
   it('finds an agent by the key the Mastra instance registered it under too', async () => {

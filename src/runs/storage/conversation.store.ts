@@ -6,7 +6,7 @@ import { DomainError } from '../../common/errors';
 import { isUniqueViolation } from '../../database/database-errors';
 import { queryPrepared } from '../../database/prepared';
 import { StoredMessage } from '../../threads/message-format';
-import { ThreadsRepository } from '../../threads/threads.repository';
+import { MASTRA_HOLDS_THREAD, ThreadsRepository } from '../../threads/threads.repository';
 import { TokenUsage, tokensOf } from '../../protocol/usage';
 import { ACTIVE, unindexed } from './run.entity';
 import { RunEnd, RunsRepository } from './runs.repository';
@@ -25,7 +25,8 @@ export type ClaimRun = {
   readOnly: boolean;
   /**
    * The request names memory (or the operator stores every run): the thread is created when missing.
-   * Otherwise the run is stored only when `threadId` is already a thread of the owner.
+   * Otherwise the run is stored only when `threadId` is already a thread of the owner (in
+   * io-bridge's tables, or in Mastra's memory).
    */
   memory: boolean;
   /** The configured token budget per owner (TOKEN_BUDGET_PER_OWNER; null: none) and its window, unless the owner has one of its own. */
@@ -150,9 +151,10 @@ export class ConversationStore {
               AND (mine.ticket IS NULL OR q.urgent > mine.urgent OR (q.urgent = mine.urgent AND q.ticket < mine.ticket))
             LIMIT 1),
          thread AS (
-           INSERT INTO threads (id, resource_id, agent_id, title)
-           SELECT $1, $2, $3, $4
-            WHERE ($11::boolean OR EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2))
+           INSERT INTO threads (id, resource_id, agent_id, title, messages_in_mastra)
+           SELECT $1, $2, $3, $4, ${MASTRA_HOLDS_THREAD}
+            WHERE ($11::boolean OR EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2)
+                   OR ${MASTRA_HOLDS_THREAD})
               AND NOT EXISTS (SELECT 1 FROM over)
            ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title),
                   agent_id = COALESCE(threads.agent_id, EXCLUDED.agent_id)
