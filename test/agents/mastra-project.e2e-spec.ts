@@ -634,6 +634,11 @@ describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line namin
       },
       /MASTRA_ENTRY: .*throws\.ts could not be loaded: no database configured/,
     ],
+    [
+      'a Memory with semantic recall and no vector store (docs/agents.md)',
+      () => join(__dirname, '..', 'fixtures', 'mastra-semantic-recall', 'index.ts'),
+      /MASTRA_ENTRY: .*index\.ts could not be loaded: Semantic recall requires a vector store to be configured/,
+    ],
   ])(
     '%s',
     async (_what, entry, line) => {
