@@ -566,6 +566,55 @@ describe('a Mastra project in JavaScript: models chosen per request, and fallbac
   });
 });
 
+describe('a Mastra project’s agent with observational memory', () => {
+  const OBSERVER = 'You are the memory consciousness of an AI assistant';
+  let model: OpenAiServer;
+  let service: BuiltService;
+  beforeAll(async () => {
+    model = await startOpenAiServer(() => ({ text: ['Noted.'] }), {
+      // The observer's calls, made by Mastra's memory around the agent's: answered apart from the script.
+      aside: (request) =>
+        request.messages.some((m) => m.role === 'system' && String(m.content).includes(OBSERVER))
+          ? { text: ['<observations>\n* User said their favourite colour is teal.\n</observations>'] }
+          : undefined,
+    });
+    service = await startBuiltService({
+      MASTRA_ENTRY: join(__dirname, '..', 'fixtures', 'mastra-om-project', 'index.ts'),
+      OPENAI_BASE_URL: model.url,
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await service?.stop();
+    await model?.close();
+  });
+
+  it('observes a thread past its threshold and gives the agent the observations, in well-formed streams', async () => {
+    const threadId = `thread-om-${Date.now()}`;
+    const turn = (text: string) => runInput(text, { threadId, forwardedProps: memoryOf(threadId) });
+    const first = turn(
+      'Please remember this about me: my favourite colour is teal, I live by the sea, and I drink my tea without sugar every morning.',
+    );
+    const second = turn('What is my favourite colour? Answer in one word, and tell me where I live as well.');
+    for (const input of [first, second]) {
+      const frames = await runOn(service, input, { 'x-resource-id': 'tess' });
+      assertStreamRules(frames, input);
+      expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    }
+    // The observer was asked about the thread, and the agent's later prompt holds what it observed.
+    expect(model.aside.some((r) => JSON.stringify(r.messages).includes('favourite colour is teal'))).toBe(
+      true,
+    );
+    expect(systemOf(model.requests.at(-1)!)).toContain('User said their favourite colour is teal.');
+    const stored = await db((c) =>
+      c.query<{ activeObservations: string }>(
+        `SELECT "activeObservations" FROM mastra_observational_memory WHERE "threadId" = $1`,
+        [threadId],
+      ),
+    );
+    expect(stored.rows.map((r) => r.activeObservations).join('\n')).toContain('favourite colour is teal');
+  });
+});
+
 describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line naming it', () => {
   const dir = mkdtempSync(join(tmpdir(), 'mastra-entry-'));
   /** What the built service prints and its exit code, started with `entry`. */
