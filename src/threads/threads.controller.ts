@@ -58,9 +58,12 @@ export class ThreadsController {
     return thread;
   }
 
-  /** The owner's threads, newest `updatedAt` first. */
+  /** The owner's threads, newest `updatedAt` first: those of Mastra's memory too (docs/protocol.md#threads-mastra-wrote). */
   @Get()
-  @ApiOperation({ summary: "List the owner's threads, newest first" })
+  @ApiOperation({
+    summary: "List the owner's threads, newest first",
+    description: "Mastra's memory's threads of the owner are among them, unless `agentId` is given.",
+  })
   @ApiOkResponse({ type: ThreadsPage })
   @ApiErrors({ VALIDATION_FAILED: 'limit outside 1-100 or a bad cursor' })
   list(@Query() query: ListThreadsQueryDto, @CurrentPrincipal() principal: Principal): Promise<ThreadsPage> {
