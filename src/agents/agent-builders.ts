@@ -21,6 +21,11 @@ type AnyTool = Tool<any, any, any, any, any, any, any>;
 export type RegisteredAgent = {
   definition: AgentDefinition;
   agent: Agent;
+  /**
+   * The agent without its own Mastra `Memory`, for a stateless run (Mastra makes a thread of every
+   * run it is given a memory for, read-only or not); `agent` itself when it has none.
+   */
+  withoutMemory: Agent;
   modelId: string;
   serverToolNames: ReadonlySet<string>;
   /**
@@ -134,6 +139,7 @@ export function definedAgent(
     {
       definition,
       agent,
+      withoutMemory: agent,
       modelId,
       mcpServers: () => servers.map((server) => server.view()),
       contextTokens: definition.contextTokens ?? config.model.contextTokens,
@@ -204,9 +210,7 @@ export function projectAgent(
   metrics: Metrics | undefined,
   titled: TitleListener,
 ): RegisteredAgent {
-  const fork = agent.__fork();
   const titlesThreads = Boolean(memory?.getMergedThreadConfig?.().generateTitle);
-  if (memory && titlesThreads) fork.__setMemory(reportingTitles(memory, titled));
   const models = Array.isArray(agent.model) ? agent.model : [{ model: agent.model }];
   const modelId = models.map((m) => modelIdOf(m.model)).join(', ');
   // A model-router id of the project is Mastra's own: OPENAI_BASE_URL is the built-in agents'.
@@ -219,27 +223,37 @@ export function projectAgent(
   }
   const wrap = (model: ModelConfig) =>
     abortableModel(model, callSettings(agent.id, modelIdOf(model), config, metrics));
-  fork.__updateModel({
-    model: Array.isArray(agent.model)
-      ? agent.model.map((entry) => ({ ...entry, model: wrap(entry.model) }))
-      : wrap(agent.model),
-  });
   // Named as the agent registers them (the model calls a tool by its key, not its id).
   const listed = Object.entries(tools ?? {}).map(([name, tool]) => named(tool, name));
   const approvalTools = new Map(listed.filter(requiresApproval).map((tool) => [tool.id, tool] as const));
   const reporting = new WeakMap<AnyTool, AnyTool>();
-  fork.__setTools(async ({ requestContext }: { requestContext: RequestContext }) =>
-    Object.fromEntries(
-      Object.entries(await agent.listTools({ requestContext }))
-        .filter(([name, tool]) => !requiresApproval(tool) && !approvalTools.has(name))
-        .map(([name, tool]) => {
-          if (typeof tool.execute !== 'function') return [name, tool];
-          let wrapped = reporting.get(tool);
-          if (!wrapped) reporting.set(tool, (wrapped = reportingTool(tool, config.tools, name)));
-          return [name, wrapped];
-        }),
-    ),
-  );
+  /** A fork of the team's agent (their instance is left as it is) with io-bridge's model calls and tools. */
+  const forked = () => {
+    const fork = agent.__fork();
+    fork.__updateModel({
+      model: Array.isArray(agent.model)
+        ? agent.model.map((entry) => ({ ...entry, model: wrap(entry.model) }))
+        : wrap(agent.model),
+    });
+    fork.__setTools(async ({ requestContext }: { requestContext: RequestContext }) =>
+      Object.fromEntries(
+        Object.entries(await agent.listTools({ requestContext }))
+          .filter(([name, tool]) => !requiresApproval(tool) && !approvalTools.has(name))
+          .map(([name, tool]) => {
+            if (typeof tool.execute !== 'function') return [name, tool];
+            let wrapped = reporting.get(tool);
+            if (!wrapped) reporting.set(tool, (wrapped = reportingTool(tool, config.tools, name)));
+            return [name, wrapped];
+          }),
+      ),
+    );
+    return fork;
+  };
+  const fork = forked();
+  if (memory && titlesThreads) fork.__setMemory(reportingTitles(memory, titled));
+  // A stateless run reaches no memory: Mastra makes a thread of every run it is given one for.
+  const withoutMemory = agent.hasOwnMemory() ? forked() : fork;
+  if (withoutMemory !== fork) withoutMemory.__setMemory(undefined);
   const instructions = typeof instructionsOf === 'string' ? instructionsOf : '';
   return {
     definition: {
@@ -250,6 +264,7 @@ export function projectAgent(
       tools: listed,
     },
     agent: fork as unknown as Agent,
+    withoutMemory: withoutMemory as unknown as Agent,
     modelId,
     serverToolNames: new Set(listed.map((tool) => tool.id)),
     approvalTools,

@@ -8,6 +8,7 @@ import { StoredMessage } from '../../threads/message-format';
 import { guardLifecycle } from '../events/lifecycle-guard';
 import { translate } from '../events/mastra-to-agui';
 import type { PreparedRun } from '../prepare/run-preparer';
+import { agentOf } from '../prepare/agent-call';
 import type { AnsweredInterrupt } from '../storage/interrupts.repository';
 import { ToolCallsRepository } from '../storage/tool-calls.repository';
 import type { LogReader } from '../stream/run-log';
@@ -138,7 +139,7 @@ export class RunFactory {
     const { threadId, runId } = run.prepared;
     const engine = () => {
       const { messages, call } = run.agentCall();
-      return this.runner.stream(run.prepared.agent.agent, messages, call);
+      return this.runner.stream(agentOf(run.prepared), messages, call);
     };
     // A resumed run first shows the results of the approvals it answers; the model sees them after their calls.
     const source = run.resumed.length

@@ -51,7 +51,7 @@ export function agentCallOf(
         ...(run.structuredOutput
           ? { structuredOutput: { schema: linearTimeSchema(run.structuredOutput.schema) } }
           : {}),
-        ...(run.agent.ownMemory ? { memory: memoryOf(run) } : {}),
+        ...(remembers(run) ? { memory: memoryOf(run) } : {}),
       },
       // The request context the agent's instructions, model, tools and memory read
       // (docs/agents.md#the-caller-in-the-request-context): the client's extra forwardedProps (never
@@ -63,7 +63,7 @@ export function agentCallOf(
         // The caller's token claims (REQUEST_CONTEXT_CLAIMS), never what a client sent under that name.
         claims: run.principal.claims ?? {},
         [MASTRA_RESOURCE_ID_KEY]: run.principal.resourceId,
-        ...(run.agent.ownMemory ? { [MASTRA_THREAD_ID_KEY]: run.threadId } : {}),
+        ...(remembers(run) ? { [MASTRA_THREAD_ID_KEY]: run.threadId } : {}),
         [RUN_CONTEXT_KEY]: tools,
         [RUN_CALLER_KEY]: callerOf(run),
       },
@@ -79,16 +79,24 @@ export function callerOf(run: PreparedRun): RunCaller {
 }
 
 /**
+ * Whether the run reaches the agent's own Mastra memory: a stored run does; a stateless run (a
+ * thread io-bridge does not store: its client sends the whole history) does not, since Mastra makes
+ * a thread of every one it is given, read-only or not, and a stateless run makes no thread.
+ */
+const remembers = (run: PreparedRun) => run.agent.ownMemory && !run.stateless;
+
+/** The agent a run calls: without its own memory for a stateless run (see `remembers`). */
+export const agentOf = (run: PreparedRun) => (remembers(run) ? run.agent.agent : run.agent.withoutMemory);
+
+/**
  * The run's thread in the agent's own Mastra memory: the thread and its owner, and what the request
  * asked of the memory (`memoryOptions.lastMessages` within MAX_LAST_MESSAGES, `readOnly`) over the
- * agent's own options. A stateless run (a thread io-bridge does not store) reads the owner's memory
- * (working memory) but recalls and saves no messages: its client sends the whole history.
+ * agent's own options.
  */
 function memoryOf(run: PreparedRun) {
   const options = {
     ...(run.requestedLastMessages !== undefined ? { lastMessages: run.requestedLastMessages } : {}),
     ...(run.readOnly ? { readOnly: true } : {}),
-    ...(run.stateless ? { readOnly: true, lastMessages: false } : {}),
   };
   return {
     thread: run.threadId,
