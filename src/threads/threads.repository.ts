@@ -24,17 +24,23 @@ const THREAD_COLUMNS = `id, resource_id AS "resourceId", agent_id AS "agentId", 
   created_at AS "createdAt", updated_at AS "updatedAt", updated_at::text AS "updatedKey",
   messages_in_mastra AS "messagesInMastra"`;
 
+/** The columns of `threads` a union with Mastra's threads selects, before THREAD_COLUMNS names them. */
+const THREAD_FIELDS =
+  'id, resource_id, agent_id, title, metadata, created_at, updated_at, messages_in_mastra';
+
+/** A row of `mastra_threads` (as `mt`, as `@mastra/pg` keeps it) in THREAD_FIELDS. */
+const MASTRA_THREAD_FIELDS = `mt.id, mt."resourceId" AS resource_id, NULL::text AS agent_id, NULLIF(mt.title, '') AS title,
+  CASE WHEN jsonb_typeof(mt.metadata) = 'object' THEN mt.metadata ELSE '{}'::jsonb END AS metadata,
+  COALESCE(mt."createdAtZ", mt."createdAt" AT TIME ZONE 'UTC') AS created_at,
+  COALESCE(mt."updatedAtZ", mt."updatedAt" AT TIME ZONE 'UTC') AS updated_at,
+  true AS messages_in_mastra`;
+
 /**
- * The threads an owner has in Mastra's memory (`mastra_threads`, as `@mastra/pg` keeps them) that
- * io-bridge does not store for that owner, in the columns of `threads`. `$owner` is the parameter
- * that scopes them (null: any owner).
+ * The threads an owner has in Mastra's memory that io-bridge does not store for that owner, in
+ * THREAD_FIELDS; `where` scopes them.
  */
 const mastraOnly = (where: string) => `
-  SELECT mt.id, mt."resourceId" AS resource_id, NULL::text AS agent_id, NULLIF(mt.title, '') AS title,
-         CASE WHEN jsonb_typeof(mt.metadata) = 'object' THEN mt.metadata ELSE '{}'::jsonb END AS metadata,
-         COALESCE(mt."createdAtZ", mt."createdAt" AT TIME ZONE 'UTC') AS created_at,
-         COALESCE(mt."updatedAtZ", mt."updatedAt" AT TIME ZONE 'UTC') AS updated_at,
-         true AS messages_in_mastra
+  SELECT ${MASTRA_THREAD_FIELDS}
     FROM mastra_threads mt
    WHERE ${where}
      AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = mt.id AND t.resource_id = mt."resourceId")`;
@@ -79,8 +85,7 @@ export class ThreadsRepository {
   async find(id: string, owner: OwnerScope): Promise<ThreadRow | undefined> {
     const rows: ThreadRow[] = await this.db.query(
       `SELECT ${THREAD_COLUMNS} FROM (
-         SELECT id, resource_id, agent_id, title, metadata, created_at, updated_at, messages_in_mastra
-           FROM threads WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)
+         SELECT ${THREAD_FIELDS} FROM threads WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)
          UNION ALL ${mastraOnly(`mt.id = $1 AND ($2::text IS NULL OR mt."resourceId" = $2)`)}
        ) AS owned LIMIT 1`,
       [id, ownerParam(owner)],
@@ -109,8 +114,7 @@ export class ThreadsRepository {
     const mastra = opts.agentId === undefined ? `UNION ALL ${mastraOnly(`mt."resourceId" = $1`)}` : '';
     return this.db.query(
       `SELECT ${THREAD_COLUMNS} FROM (
-         SELECT id, resource_id, agent_id, title, metadata, created_at, updated_at, messages_in_mastra
-           FROM threads WHERE resource_id = $1 ${mastra}
+         SELECT ${THREAD_FIELDS} FROM threads WHERE resource_id = $1 ${mastra}
        ) AS owned WHERE ${where} ORDER BY updated_at DESC, id DESC LIMIT $2`,
       params,
     );
@@ -133,7 +137,7 @@ export class ThreadsRepository {
            metadata = CASE WHEN $5::boolean THEN $6::jsonb ELSE metadata END,
            updated_at = now()
          WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)
-         RETURNING id, resource_id, agent_id, title, metadata, created_at, updated_at, messages_in_mastra),
+         RETURNING ${THREAD_FIELDS}),
        in_mastra AS (
          UPDATE mastra_threads mt SET
            title = CASE WHEN $3::boolean THEN $4 ELSE mt.title END,
@@ -143,10 +147,7 @@ export class ThreadsRepository {
          WHERE mt.id = $1 AND ($2::text IS NULL OR mt."resourceId" = $2)
            AND (NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = mt.id AND t.resource_id = mt."resourceId")
                 OR EXISTS (SELECT 1 FROM updated u WHERE u.resource_id = mt."resourceId"))
-         RETURNING mt.id, mt."resourceId" AS resource_id, NULL::text AS agent_id, NULLIF(mt.title, '') AS title,
-                   CASE WHEN jsonb_typeof(mt.metadata) = 'object' THEN mt.metadata ELSE '{}'::jsonb END AS metadata,
-                   COALESCE(mt."createdAtZ", mt."createdAt" AT TIME ZONE 'UTC') AS created_at,
-                   mt."updatedAtZ" AS updated_at, true AS messages_in_mastra)
+         RETURNING ${MASTRA_THREAD_FIELDS})
        SELECT ${THREAD_COLUMNS} FROM (
          SELECT * FROM updated UNION ALL SELECT * FROM in_mastra WHERE NOT EXISTS (SELECT 1 FROM updated)
        ) AS owned`,

@@ -128,8 +128,7 @@ export class ThreadsService {
       limit: limit + 1,
       before: query.before,
     });
-    const page = rows.slice(rows.length > limit ? 1 : 0);
-    const nextCursor = rows.length > limit ? page[0].position : null;
+    const { page, nextCursor } = pageOf(rows, limit);
     if (query.format === 'agui') return { messages: page.map((r) => r.body), nextCursor };
     const answered = new Set(page.filter((r) => r.body.role === 'tool').map((r) => r.body.toolCallId));
     const missing = page
@@ -151,8 +150,7 @@ export class ThreadsService {
       limit: limit + 1,
       before: query.before,
     });
-    const page = rows.slice(rows.length > limit ? 1 : 0);
-    const nextCursor = rows.length > limit ? page[0].position : null;
+    const { page, nextCursor } = pageOf(rows, limit);
     if (query.format === 'agui') return { messages: page.flatMap(aguiOf), nextCursor };
     return { messages: page.map((row) => uiOf(thread.id, row)), nextCursor };
   }
@@ -163,6 +161,18 @@ export class ThreadsService {
     if (!row) throw notFound(id);
     return row;
   }
+}
+
+/**
+ * A page of messages from the `limit + 1` latest read (oldest first): the one more, when it came,
+ * says there is an older page, which starts before the page's first message.
+ */
+function pageOf<T extends { position: string }>(
+  rows: T[],
+  limit: number,
+): { page: T[]; nextCursor: string | null } {
+  const page = rows.slice(rows.length > limit ? 1 : 0);
+  return { page, nextCursor: rows.length > limit ? page[0].position : null };
 }
 
 const notFound = (id: string) => new DomainError('NOT_FOUND', `Thread '${id}' not found`);
