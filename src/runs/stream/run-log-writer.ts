@@ -4,12 +4,6 @@ import type { RunLog } from './run-log';
 
 /** Writes of run events in flight at once (each takes what the runs produced meanwhile: a group commit). */
 const MAX_WRITES = 2;
-/**
- * A write starts at least this long after the one before it (ms). Under load each write then carries
- * what the runs produced meanwhile instead of the database running statements back to back; the
- * first write after a quiet spell starts at once, and a run's chunks a token apart are not delayed.
- */
-export const WRITE_SPACING_MS = 5;
 
 /**
  * Stores the logs of the runs on this instance: what the runs produced is written at once, one
@@ -24,8 +18,6 @@ export class RunLogWriter {
   private readonly due = new Set<RunLog>();
   private writes = 0;
   private writeScheduled = false;
-  /** When the last write started (performance.now()). */
-  private lastWriteAt = -Infinity;
 
   constructor(
     private readonly events: RunEventsRepository,
@@ -64,18 +56,13 @@ export class RunLogWriter {
   private scheduleWrite(): void {
     if (this.writeScheduled || this.writes >= MAX_WRITES || !this.due.size) return;
     this.writeScheduled = true;
-    const start = () => {
+    // What the runs produce in this event-loop turn goes into the same statement.
+    setImmediate(() => {
       this.writeScheduled = false;
       const logs = [...this.due].filter((log) => !log.writing);
       for (const log of logs) this.due.delete(log);
-      if (!logs.length) return;
-      this.lastWriteAt = performance.now();
-      void this.write(logs);
-    };
-    // What the runs produce in this event-loop turn (or until the spacing passed) goes into the same statement.
-    const wait = this.lastWriteAt + WRITE_SPACING_MS - performance.now();
-    if (wait > 0) setTimeout(start, wait);
-    else setImmediate(start);
+      if (logs.length) void this.write(logs);
+    });
   }
 
   /**
