@@ -1,3 +1,4 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import { Semaphore } from './semaphore';
 
 /** A task that runs until `finish()`: whether it started, and the promise of its run. */
@@ -14,8 +15,6 @@ function task(semaphore: Semaphore, maxWaitMs?: number) {
   );
   return Object.assign(state, { done });
 }
-
-const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('Semaphore', () => {
   it('runs at most `size` tasks at once; the others start in order as places free up', async () => {

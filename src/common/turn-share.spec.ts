@@ -1,6 +1,5 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import { TurnShare } from './turn-share';
-
-const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('TurnShare', () => {
   it('gives `perTurn` units a turn; the others get theirs in the next turns, in order', async () => {

@@ -1,3 +1,4 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import type { AguiEvent } from '../../protocol/agui-events';
@@ -25,8 +26,6 @@ class Appends {
   }
 }
 
-const turn = () => new Promise((resolve) => setImmediate(resolve));
-
 function setUp() {
   const appends = new Appends();
   const logs = new Map<string, RunLog>();
@@ -50,7 +49,6 @@ function setUp() {
     logs.set(runId, log);
     log.start(events$);
     events$.next({ type: 'RUN_STARTED', timestamp: 1, threadId: 't', runId });
-    return log;
   };
   return { appends, start };
 }

@@ -1,10 +1,9 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import { Subject } from 'rxjs';
 import { AguiEvent } from '../../protocol/agui-events';
 import { Chunk, framesAfter, parseAnnouncement } from '../storage/run-events.repository';
 import { frame, parseFrames } from '../events/frames';
 import { FrameSink, RunLog } from './run-log';
-
-const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 const started: AguiEvent = { type: 'RUN_STARTED', timestamp: 1, threadId: 't', runId: 'r' };
 const text = (delta: string): AguiEvent => ({
