@@ -51,9 +51,9 @@ export class RunRoute {
       return;
     }
     this.metrics.timedByController.add(reply.raw);
-    this.streams.open(input.runId, run.events$, run.disconnectGraceMs, run.abandon, this.sse.writer(reply));
+    this.streams.open(input.runId, run, this.sse.writer(reply));
     if (!run.stateless) this.threadStreams.runStarted(input.threadId);
-    // RUN_STARTED was written synchronously; the whole request lasts until the stream ends.
+    // RUN_STARTED, stored by the claim, was written synchronously; the whole request lasts until the stream ends.
     this.metrics.timeToFirstEvent.observe(secondsSince(started));
     this.observeDurationAtClose(reply.raw, started);
   }

@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Subscribable } from 'rxjs';
 import { Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
 import { FairShares } from '../common/fair-shares';
@@ -8,7 +7,6 @@ import { APP_CONFIG } from '../config/config.module';
 import { DrainState } from '../ops/drain.service';
 import { Metrics } from '../ops/metrics.service';
 import { StoredMessage, titleFrom } from '../threads/message-format';
-import { AguiEvent } from '../protocol/agui-events';
 import { RunAgentInputDto } from '../protocol/run-agent-input.dto';
 import { LiveRuns } from './engine/live-runs';
 import { RunFactory } from './engine/run-factory';
@@ -16,6 +14,7 @@ import { PreparedRun, RunPreparer } from './prepare/run-preparer';
 import { Claimed, ClaimRun, ConversationStore } from './storage/conversation.store';
 import { BusyThreads } from './engine/busy-threads';
 import { AnsweredInterrupt, InterruptsRepository } from './storage/interrupts.repository';
+import type { OpenedRun } from './stream/run-streams.service';
 
 /**
  * How long a claim of a busy thread waits for the run held here to end: a client that stopped a run
@@ -25,17 +24,12 @@ const BUSY_THREAD_WAIT_MS = 2_000;
 /** Without a run of the thread here, the claim is tried once more this much later. */
 const BUSY_THREAD_RETRY_MS = 50;
 
-/** A run that passed every check and was claimed: its events, and how it ends when nobody reads it. */
-export type StartedRun = {
-  /**
-   * For one reader (its RunLog), subscribing starts the run. Never errors: every failure becomes
-   * RUN_ERROR, after which it completes. Unsubscribing stops the run.
-   */
-  events$: Subscribable<AguiEvent>;
-  /** How long the run goes on once its last reader left (forwardedProps.disconnectGraceMs or the default). */
-  disconnectGraceMs: number;
-  /** Stops the run as its client having left (RUN_ERROR CANCELLED still goes to the events). */
-  abandon: () => void;
+/**
+ * A run that passed every check and was claimed: its events (for one reader: subscribing starts the
+ * run; never an error, every failure becomes RUN_ERROR; unsubscribing stops it), its log as the
+ * claim began it, and how it ends when nobody reads it.
+ */
+export type StartedRun = OpenedRun & {
   /** Not part of a stored thread (no memory named): no thread stream shows it. */
   stateless: boolean;
 };
@@ -163,7 +157,13 @@ export class RunsService {
     const abandon = () => {
       if (execution.started && !execution.ended) execution.stop('CANCELLED', 'The client disconnected');
     };
-    return { events$, disconnectGraceMs: prepared.disconnectGraceMs, abandon, stateless: claimed.stateless };
+    return {
+      events$,
+      log: claimed.log,
+      disconnectGraceMs: prepared.disconnectGraceMs,
+      abandon,
+      stateless: claimed.stateless,
+    };
   }
 
   /**

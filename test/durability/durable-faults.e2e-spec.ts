@@ -73,24 +73,26 @@ describe('durable runs under faults in series (built replicas, one database)', (
   };
   afterEach(() => all.splice(0).forEach((s) => s.kill()));
 
-  it('a kill between the claim and the first stored event: the continuation begins the log with RUN_STARTED', async () => {
+  it('a kill between the claim (which stores RUN_STARTED) and the first content stored: the continuation goes on after RUN_STARTED', async () => {
     const a = await start();
     const threadId = uid('unstarted');
-    const input = turn(threadId, `/slow 50 ${words(10)}`);
-    // Nothing can be stored while the test holds the log locked: the run is claimed, its first event not stored.
+    // The first token comes after 2 s: the test locks the log between the claim and the first content.
+    const input = turn(threadId, '/bench 12 2000 20');
+    const live = await openRun(`${a.base}/run`, input);
+    // The claim stored the log's first event with the run, in the same statement.
+    const { rows: begun } = await db((c) =>
+      c.query<{ first_seq: number; last_seq: number; frames: string }>(
+        'SELECT first_seq, last_seq, frames FROM run_events WHERE run_id = $1',
+        [input.runId],
+      ),
+    );
+    expect(begun).toEqual([{ first_seq: 1, last_seq: 1, frames: expect.stringContaining('"RUN_STARTED"') }]);
+    // Nothing more can be stored while the test holds the log locked.
     const lock = new Client({ connectionString: process.env.E2E_DATABASE_URL });
     await lock.connect();
     await lock.query('BEGIN');
     await lock.query('LOCK TABLE run_events IN EXCLUSIVE MODE');
-    const post = fetch(`${a.base}/run`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-      body: JSON.stringify(input),
-    })
-      .then((res) => res.text())
-      .catch(() => '');
-    await eventually(async () => ((await runRow(input.runId)) ? true : undefined), 10_000);
-    // The replica's write waits on the lock: it dies with it, and so does its connection's statement.
+    // The replica's write of the first content waits on the lock: it dies with it, and so does its statement.
     await eventually(async () => {
       const { rows } = await db((c) =>
         c.query(
@@ -98,7 +100,7 @@ describe('durable runs under faults in series (built replicas, one database)', (
         ),
       );
       return rows.length ? rows : undefined;
-    });
+    }, 10_000);
     a.kill();
     await db((c) =>
       c.query(
@@ -107,14 +109,15 @@ describe('durable runs under faults in series (built replicas, one database)', (
     );
     await lock.query('COMMIT');
     await lock.end();
-    // The client saw no event: its connection broke before any could be stored.
-    expect(await post).not.toContain('data:');
+    // The client saw RUN_STARTED and nothing after it: no content could be stored.
+    const seen: Frame[] = await live.done.catch(() => live.frames);
+    expect(seen.map((f) => [f.id, f.event.type])).toEqual([[1, 'RUN_STARTED']]);
 
     const b = await start();
     await continuer([b], input.runId, 2);
     const frames = await readOn(b.base, input.runId, 0);
     assertStreamRules(frames, input);
-    expect(frames[0]).toMatchObject({ id: 1, event: { type: 'RUN_STARTED', runId: input.runId } });
+    expect(frames[0]).toEqual(seen[0]);
     expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
     expect(await verified(frames)).toBe(frames.length);
     expect(await wholeLog(b.base, input.runId)).toEqual(frames);

@@ -109,8 +109,8 @@ export class RunFactory {
   /**
    * The run's events for one reader (its RunLog): subscribing starts the run. Never errors: every
    * failure becomes RUN_ERROR, after which it completes. Unsubscribing stops the run (CANCELLED).
-   * A continued run (another replica's, whose log goes on here) shows no RUN_STARTED (its log has
-   * one), and names its steps after the `stepsBefore` its log shows.
+   * A continued run (another replica's, whose log goes on here) names its steps after the
+   * `stepsBefore` its log shows.
    */
   private events$(run: RunExecution, share: () => void, stepsBefore?: number): Subscribable<AguiEvent> {
     return {
@@ -132,8 +132,8 @@ export class RunFactory {
   }
 
   /**
-   * One run's events: RUN_STARTED on subscription (the guard's), its chunks translated and guarded,
-   * then the terminal event once the end is recorded. The engine starts right behind RUN_STARTED.
+   * One run's events (RUN_STARTED is in its log already): its chunks translated and guarded, then
+   * the terminal event once the end is recorded. The engine starts as soon as it is subscribed.
    */
   private pipeline(run: RunExecution, stepsBefore?: number): Observable<AguiEvent> {
     const { threadId, runId } = run.prepared;
@@ -151,7 +151,8 @@ export class RunFactory {
       guardLifecycle({
         threadId,
         runId,
-        started: stepsBefore !== undefined,
+        // Its log has RUN_STARTED already: the claim stored it, or the replica it continues.
+        started: true,
         adopted: run.resumed.map((r) => r.toolCallId),
         results: run.results,
         warn: (message) => this.log.warn(`run ${runId}: ${message}`),

@@ -15,6 +15,14 @@ function safeStringify(value: unknown): string | undefined {
 
 type ToolCallState = { name: string; args: string; ended: boolean; resulted: boolean };
 
+/** A run's first event: the request's ids (the claim stores it as the run's log begins). */
+export const runStarted = (threadId: string, runId: string): AguiEvent => ({
+  type: 'RUN_STARTED',
+  timestamp: Date.now(),
+  threadId,
+  runId,
+});
+
 export type LifecycleOptions = {
   threadId: string;
   runId: string;
@@ -68,12 +76,7 @@ export class RunLifecycle {
   start(): void {
     if (this.state !== 'new') return;
     this.state = 'open';
-    this.emit({
-      type: 'RUN_STARTED',
-      timestamp: Date.now(),
-      threadId: this.options.threadId,
-      runId: this.options.runId,
-    });
+    this.emit(runStarted(this.options.threadId, this.options.runId));
   }
 
   push(event: UpstreamEvent): void {

@@ -8,6 +8,9 @@ import { queryPrepared } from '../../database/prepared';
 import { StoredMessage } from '../../threads/message-format';
 import { MASTRA_HOLDS_THREAD, ThreadsRepository } from '../../threads/threads.repository';
 import { TokenUsage, tokensOf } from '../../protocol/usage';
+import { frame } from '../events/frames';
+import { runStarted } from '../events/run-lifecycle';
+import type { Chunk } from './run-events.repository';
 import { ACTIVE, unindexed } from './run.entity';
 import { RunEnd, RunsRepository } from './runs.repository';
 
@@ -45,9 +48,9 @@ export type Budget = { tokens: number; spent: number };
 
 /**
  * What a claimed run works with: the messages the model sees, whether the run is part of a thread,
- * and the owner's budget when there is one.
+ * the owner's budget when there is one, and its log as the claim began it (RUN_STARTED, stored).
  */
-export type Claimed = { history: StoredMessage[]; stateless: boolean; budget?: Budget };
+export type Claimed = { history: StoredMessage[]; stateless: boolean; budget?: Budget; log: Chunk };
 
 export type EndRun = {
   threadId: string;
@@ -85,7 +88,8 @@ export class ConversationStore {
    * created when the run names memory (then another owner's thread is a 404, as if missing; without
    * memory such a thread is as missing and the run is stateless), the run is recorded with its lease
    * (RUN_ALREADY_EXISTS, or THREAD_BUSY unless the busy run's lease lapsed; THREAD_BUSY too while
-   * requests wait for the thread before this one, `run_queue`), and the incoming
+   * requests wait for the thread before this one, `run_queue`), its log begins with RUN_STARTED
+   * (stored here, it goes out with the response's headers: no write of its own), and the incoming
    * messages the thread does not store yet are appended (unless read-only). Returns what the model
    * sees: the stored history (its last `lastMessages`) followed by those new messages; a stateless
    * run sees only its own messages.
@@ -123,6 +127,12 @@ export class ConversationStore {
   }
 
   private async claimOnce(run: ClaimRun): Promise<Claimed> {
+    const log: Chunk = {
+      first: 1,
+      last: 1,
+      frames: frame(1, runStarted(run.threadId, run.runId)),
+      terminal: false,
+    };
     let rows: Array<{
       kind: 'q' | 'r' | 'h' | 's' | 'b';
       body: StoredMessage | string | boolean | { tokens: string; spent: string; retryMs: number | null };
@@ -171,6 +181,7 @@ export class ConversationStore {
             WHERE (EXISTS (SELECT 1 FROM thread) OR NOT $11::boolean) AND NOT EXISTS (SELECT 1 FROM over)
               AND NOT (EXISTS (SELECT 1 FROM thread) AND EXISTS (SELECT 1 FROM ahead))
            RETURNING id, stateless),
+         logged AS (INSERT INTO run_events (run_id, first_seq, last_seq, frames) SELECT id, 1, 1, $16 FROM run),
          stored AS (
            SELECT m.id FROM messages m
             WHERE m.thread_id = $1 AND m.id = ANY($7::text[]) AND EXISTS (SELECT 1 FROM thread)),
@@ -216,6 +227,7 @@ export class ConversationStore {
               ? { ...run.input, request: { ...run.input.request, messages: undefined } }
               : run.input,
           ),
+          log.frames,
         ],
       );
     } catch (err) {
@@ -242,6 +254,7 @@ export class ConversationStore {
       history: [...history, ...run.incoming.filter((m) => !stored.has(m.id))],
       stateless: claimed.body === true,
       ...(budget ? { budget } : {}),
+      log,
     };
   }
 

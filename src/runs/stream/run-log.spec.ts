@@ -47,6 +47,32 @@ function openLog(graceMs = 0) {
 }
 
 describe('RunLog', () => {
+  it("begins with the chunk its run's claim stored: its first reader gets it at once, no write is asked for it, and the events go on after it", () => {
+    const begun: Chunk = { first: 1, last: 1, frames: frame(1, started), terminal: false };
+    const produced: number[] = [];
+    const events$ = new Subject<AguiEvent>();
+    const log = new RunLog('r', {
+      graceMs: 0,
+      abandon: () => undefined,
+      produced: (l) => produced.push(l.seq),
+      begun,
+      attempt: 1,
+    });
+    const sink = new Collected();
+    expect(log.covers(0)).toBe(true);
+    log.attach(sink, 0);
+    log.start(events$);
+    expect(sink.chunks).toEqual([begun]);
+    expect(produced).toEqual([]);
+    events$.next(text('Hi'));
+    expect(log.unstored).toEqual([{ first: 2, last: 2, frames: frame(2, text('Hi')), terminal: false }]);
+    expect(produced).toEqual([2]);
+    // A reader that has RUN_STARTED already is not sent it again.
+    const later = new Collected();
+    log.attach(later, 1);
+    expect(later.chunks).toEqual([]);
+  });
+
   it('frames every event up to the first content at once, then one chunk per event-loop turn with deltas of one message merged', async () => {
     const { log, events$, produced } = openLog();
     log.start(events$);

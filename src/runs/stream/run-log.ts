@@ -34,6 +34,8 @@ export type RunLogOptions = {
   produced: (log: RunLog) => void;
   /** A continued run's log: it goes on after this id, the last an earlier replica stored. */
   after?: number;
+  /** A new run's log as its claim began it (RUN_STARTED, stored): it goes on after it, and sends it first. */
+  begun?: Chunk;
   /** The claim of the run that writes this log (1, or a continuation's attempt): its writes are fenced by it. */
   attempt: number;
 };
@@ -49,9 +51,9 @@ const FIRST_CONTENT: ReadonlySet<AguiEvent['type']> = new Set([
  * One live run's events as its readers get them, on the instance that runs it. Events of one
  * event-loop turn become one chunk of frames, numbered once (consecutive TEXT_MESSAGE_CONTENT
  * deltas of one message merged into one event, as the client sees the same text with fewer frames),
- * so the original stream and every joiner get the same bytes. The events up to the run's first
- * content are framed at once: RUN_STARTED and the first words go to storage as soon as the engine
- * has them. A chunk reaches readers only once it is stored: an id a client was sent names its event
+ * so the original stream and every joiner get the same bytes. A new run's log begins with the
+ * RUN_STARTED its claim stored; the events up to the run's first content are framed at once, so
+ * the first words go to storage as soon as the engine has them. A chunk reaches readers only once it is stored: an id a client was sent names its event
  * for good, whatever becomes of this instance (a continuation or the reaper numbers its events after
  * the stored ones). When storing fails for good, the readers here get the rest without ids.
  */
@@ -96,13 +98,17 @@ export class RunLog {
     readonly runId: string,
     private readonly options: RunLogOptions,
   ) {
-    this.seq = this.storedSeq = options.after ?? 0;
+    this.seq = this.storedSeq = options.after ?? options.begun?.last ?? 0;
     this.contentFramed = options.after !== undefined;
+    if (options.begun) {
+      this.recent.push(options.begun);
+      this.sentAt.push(performance.now());
+    }
   }
 
   /**
-   * Starts taking the run's events (the first reader is attached before, so it gets RUN_STARTED at
-   * once); `first` go before them (a continued run's: what the earlier replica left open, closed).
+   * Starts taking the run's events (the first reader is attached before, so it gets what the log
+   * began with at once); `first` go before them (a continued run's: what the earlier replica left open, closed).
    */
   start(events$: Subscribable<AguiEvent>, first: AguiEvent[] = []): void {
     for (const event of first) this.enqueue(event);

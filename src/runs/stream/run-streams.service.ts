@@ -10,6 +10,7 @@ import { AguiEvent } from '../../protocol/agui-events';
 import { RunLog } from './run-log';
 import { RunLogWriter } from './run-log-writer';
 import {
+  Chunk,
   FIRST_PAGE_BYTES,
   Page,
   RUN_EVENTS_CHANNEL,
@@ -28,6 +29,18 @@ const RETRY_MS = 1_000;
 
 /** A stream to start: its owner is the run's instance, a follower of its storage elsewhere, or a replay. */
 export type Join = (writer: SseWriter) => void;
+
+/** A run claimed here, as its first reader's stream opens it. */
+export type OpenedRun = {
+  /** Its events (subscribing starts it); they follow `log`. */
+  events$: Subscribable<AguiEvent>;
+  /** Its log as the claim began it, stored: RUN_STARTED. */
+  log: Chunk;
+  /** How long it goes on once its last reader left. */
+  disconnectGraceMs: number;
+  /** Stops it when nobody reads it any more (after the grace). */
+  abandon: () => void;
+};
 
 /**
  * The event logs of runs, and every stream of them (docs/protocol.md#rejoining-a-run). A run's own instance
@@ -176,22 +189,22 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Serves a run started here to its first reader: the log takes the run's events, the writer gets
-   * them from RUN_STARTED on. `stop` ends the run when nobody reads it any more (after `graceMs`).
+   * Serves a run started here to its first reader: the log begins with what the claim stored, then
+   * takes the run's events; the writer gets them from RUN_STARTED on.
    */
-  open(
-    runId: string,
-    events$: Subscribable<AguiEvent>,
-    graceMs: number,
-    stop: () => void,
-    writer: SseWriter,
-  ): void {
+  open(runId: string, run: OpenedRun, writer: SseWriter): void {
     // A run starts as its first claim; a later claim elsewhere continues it in a log of its own.
-    const log = new RunLog(runId, { graceMs, abandon: stop, produced: this.onProduced, attempt: 1 });
+    const log = new RunLog(runId, {
+      graceMs: run.disconnectGraceMs,
+      abandon: run.abandon,
+      produced: this.onProduced,
+      begun: run.log,
+      attempt: 1,
+    });
     this.logs.set(runId, log);
     this.watches.opened(runId, log);
     this.serveLocal(log, writer, log.addReader());
-    log.start(events$);
+    log.start(run.events$);
   }
 
   /**
