@@ -340,6 +340,21 @@ describe('JsonLimitScan', () => {
       expect(turns).toBeGreaterThanOrEqual(Math.floor(slices / 2) - 1);
     });
 
+    it('with a TurnShare, a text shorter than a slice takes its share of a unit: a burst of small bodies is scanned in one turn', async () => {
+      const share = new TurnShare(4);
+      // 100 bodies of a run request (about 300 characters): under a unit in all, where a unit each took 25 turns.
+      const texts = Array.from({ length: 100 }, (_, i) =>
+        JSON.stringify({
+          threadId: `t${i}`,
+          messages: [{ id: `m${i}`, role: 'user', content: 'x'.repeat(200) }],
+        }),
+      );
+      const counted = countTurns();
+      const verdicts = await Promise.all(texts.map((t) => scanJson(t, HUGE, undefined, 32 * 1024, share)));
+      expect(verdicts).toEqual(texts.map(() => ({ ok: true })));
+      expect(counted()).toBeLessThanOrEqual(1);
+    });
+
     it('lets the event loop turn between slices', async () => {
       const text = JSON.stringify(Array.from({ length: 10_000 }, (_, i) => ({ i })));
       const counted = countTurns();

@@ -13,8 +13,10 @@ export type { ScanVerdict } from './json-limit-scan';
 export const SCAN_SLICE_CHARS = 32 * 1024;
 
 /**
- * The verdict of {@link JsonLimitScan} on `text`, scanned a slice at a time, each slice (a unit) once
- * `turns` has room (without it, one a turn): however large the body (up to MAX_BODY_BYTES) and however
+ * The verdict of {@link JsonLimitScan} on `text`, scanned a slice at a time, each slice once `turns`
+ * has room for it (without it, one a turn): a whole slice is a unit, a shorter text its share of one
+ * (a body of 1 KiB is 1/32 of a unit, so the many small bodies of a burst of runs are scanned in the
+ * turn they arrive in, not four a turn). However large the body (up to MAX_BODY_BYTES) and however
  * many arrive at once, no turn of the event loop holds more than `turns` allows.
  */
 export async function scanJson(
@@ -25,7 +27,7 @@ export async function scanJson(
   turns?: TurnShare,
 ): Promise<ScanVerdict> {
   const scan = new JsonLimitScan(text, limits, run);
-  if (turns) await turns.take();
+  if (turns) await turns.take(Math.min(text.length, sliceChars) / sliceChars);
   scan.step(sliceChars);
   while (!scan.done) {
     await (turns ? turns.take() : turn());

@@ -70,4 +70,15 @@ describe('TurnShare, pieces of several units', () => {
     expect(order).toEqual(['a3', 'b2', 'c2', 'd9', 'e1']);
     await Promise.all(pieces);
   });
+
+  it('fits pieces of part of a unit by what they add up to: 1/32 of a unit each, 32 a unit', async () => {
+    const share = new TurnShare(1);
+    const order: number[] = [];
+    const pieces = Array.from({ length: 40 }, (_, i) => share.take(1 / 32).then(() => order.push(i)));
+    await Promise.resolve();
+    expect(order).toHaveLength(32);
+    await turn();
+    expect(order).toHaveLength(40);
+    await Promise.all(pieces);
+  });
 });

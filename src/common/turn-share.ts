@@ -1,10 +1,14 @@
+/** The least a piece of work costs: so many pieces of no cost still take turns of their own. */
+const MIN_UNITS = 1 / 1024;
+
 /**
  * At most `perTurn` units of work in one turn of the event loop, whoever asks: the others wait, in
  * order, for the next turns. Many streams each writing a slice (replays of stored events) then hold
  * one turn for `perTurn` slices at most, however many they are, and every other callback (a health
  * probe, another route) runs between two turns. A wait, never a refusal.
  *
- * A piece of work may cost several units; one of `perTurn` units or more has a turn to itself.
+ * A piece of work may cost several units, or a part of one (a small JSON body's scan); one of
+ * `perTurn` units or more has a turn to itself.
  */
 export class TurnShare {
   private used = 0;
@@ -16,7 +20,7 @@ export class TurnShare {
   /** Resolves when the caller may do `units` of work: in this turn if it has room, else in a later one. */
   take(units = 1): Promise<void> {
     this.schedule();
-    const cost = Math.min(Math.max(units, 1), this.perTurn);
+    const cost = Math.min(Math.max(units, MIN_UNITS), this.perTurn);
     if (this.used + cost <= this.perTurn && !this.waiting.length) {
       this.used += cost;
       return Promise.resolve();
