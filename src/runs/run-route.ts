@@ -53,7 +53,7 @@ export class RunRoute {
     this.metrics.timedByController.add(reply.raw);
     this.streams.open(input.runId, run, this.sse.writer(reply));
     if (!run.stateless) this.threadStreams.runStarted(input.threadId);
-    // RUN_STARTED, stored by the claim, was written synchronously; the whole request lasts until the stream ends.
+    // RUN_STARTED (the claim stored it) was written synchronously; the request lasts until the stream ends.
     this.metrics.timeToFirstEvent.observe(secondsSince(started));
     this.observeDurationAtClose(reply.raw, started);
   }

@@ -38,8 +38,9 @@ export type GuardOptions = Omit<LifecycleOptions, 'emit'> & {
 
 /**
  * RunLifecycle as an operator on the translated stream: RUN_STARTED as soon as it is subscribed (before
- * the upstream is), the upstream's events as the guard lets them through, then, once the upstream
- * completes or fails, the terminal event `end` decides; then it completes. It never errors.
+ * the upstream is; none when the log has it, `started`), the upstream's events as the guard lets them
+ * through, then, once the upstream completes or fails, the terminal event `end` decides; then it
+ * completes. It never errors.
  */
 export function guardLifecycle(options: GuardOptions): OperatorFunction<Translation, AguiEvent> {
   return (translations) =>

@@ -29,7 +29,10 @@ export type LifecycleOptions = {
   emit: (event: AguiEvent) => void;
   warn?: (message: string) => void;
   newId?: () => string;
-  /** The run's log already has its RUN_STARTED (a continued run's): it is not sent again. */
+  /**
+   * The run's log already has its RUN_STARTED (the run's claim stored it, or the replica a continued
+   * run goes on from): it is not sent again.
+   */
   started?: boolean;
 };
 

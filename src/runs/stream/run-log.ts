@@ -34,7 +34,7 @@ export type RunLogOptions = {
   produced: (log: RunLog) => void;
   /** A continued run's log: it goes on after this id, the last an earlier replica stored. */
   after?: number;
-  /** A new run's log as its claim began it (RUN_STARTED, stored): it goes on after it, and sends it first. */
+  /** A new run's log as its claim began it (RUN_STARTED, stored): it goes on after it, sending it first. */
   begun?: Chunk;
   /** The claim of the run that writes this log (1, or a continuation's attempt): its writes are fenced by it. */
   attempt: number;
@@ -53,9 +53,10 @@ const FIRST_CONTENT: ReadonlySet<AguiEvent['type']> = new Set([
  * deltas of one message merged into one event, as the client sees the same text with fewer frames),
  * so the original stream and every joiner get the same bytes. A new run's log begins with the
  * RUN_STARTED its claim stored; the events up to the run's first content are framed at once, so
- * the first words go to storage as soon as the engine has them. A chunk reaches readers only once it is stored: an id a client was sent names its event
- * for good, whatever becomes of this instance (a continuation or the reaper numbers its events after
- * the stored ones). When storing fails for good, the readers here get the rest without ids.
+ * the first words go to storage as soon as the engine has them. A chunk reaches readers only once
+ * it is stored: an id a client was sent names its event for good, whatever becomes of this
+ * instance (a continuation or the reaper numbers its events after the stored ones). When storing
+ * fails for good, the readers here get the rest without ids.
  */
 export class RunLog {
   /** The last sequence number framed. */
