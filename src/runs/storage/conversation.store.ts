@@ -1,8 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { LapsedRunsRepository } from './lapsed-runs.repository';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../../common/errors';
+import { Semaphore } from '../../common/semaphore';
+import type { AppConfig } from '../../config/config';
+import { APP_CONFIG } from '../../config/config.module';
 import { isUniqueViolation } from '../../database/database-errors';
 import { queryPrepared } from '../../database/prepared';
 import { StoredMessage } from '../../threads/message-format';
@@ -76,12 +79,26 @@ export type EndRun = {
  */
 @Injectable()
 export class ConversationStore {
+  /**
+   * Claims in flight at once: half the pool. A burst of runs is claimed a few at a time, so the
+   * runs claimed first start and store their first words while the rest wait their turn, and the
+   * event log's writes are never queued behind a pool's worth of claims.
+   */
+  private readonly claiming: Semaphore;
+
   constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
     private readonly threads: ThreadsRepository,
     private readonly runs: RunsRepository,
     private readonly lapsed: LapsedRunsRepository,
-  ) {}
+  ) {
+    // Claims wait their turn without a limit (the database's timeouts bound each): nothing is refused here.
+    this.claiming = new Semaphore(
+      Math.max(1, Math.floor(config.database.poolSize / 2)),
+      () => new DomainError('SERVICE_UNAVAILABLE', 'Too many runs are being claimed; retry'),
+    );
+  }
 
   /**
    * Claims the run, in one statement (one round trip, one commit): the owner's thread is touched, or
@@ -95,7 +112,7 @@ export class ConversationStore {
    * run sees only its own messages.
    */
   claim(run: ClaimRun): Promise<Claimed> {
-    return this.claimOrReap(run);
+    return this.claiming.run(() => this.claimOrReap(run));
   }
 
   private async claimOrReap(run: ClaimRun): Promise<Claimed> {
