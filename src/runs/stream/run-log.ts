@@ -109,7 +109,8 @@ export class RunLog {
 
   /**
    * Starts taking the run's events (the first reader is attached before, so it gets what the log
-   * began with at once); `first` go before them (a continued run's: what the earlier replica left open, closed).
+   * began with at once); `first` go before them (a continued run's: what the earlier replica left
+   * open, closed).
    */
   start(events$: Subscribable<AguiEvent>, first: AguiEvent[] = []): void {
     for (const event of first) this.enqueue(event);
