@@ -17,6 +17,8 @@ import { Client } from 'pg';
 import { MAIN, startBuiltService, type BuiltService } from '../test/support/built-service';
 import { followRun, rawLog, rejoin, turn, verified, words } from '../test/support/durable';
 import { openRun, parseFrames, type Frame } from '../test/support/sse';
+import { messagesOf } from '../src/threads/mastra-rows';
+import type { MastraRow } from '../src/threads/mastra-format';
 import { assertStreamRules } from '../test/support/stream-rules';
 import { benchContinuationCost, costTargets, formatCost, type CostResult } from './continuation-cost';
 import { startStatsPostgres, withClient } from './db-cost';
@@ -76,13 +78,20 @@ function replicaSet(databaseUrl: string) {
   return { start, stopAll: () => Promise.all(started.map((s) => s.stop())) };
 }
 
-/** The thread's stored messages: role and text, in order. */
-async function stored(db: Client, threadId: string) {
-  const { rows } = await db.query<{ role: string; body: { content?: unknown } }>(
-    'SELECT role, body FROM messages WHERE thread_id = $1 ORDER BY position',
-    [threadId],
+/** The rows of these threads (Mastra's memory, `mastra_messages`), each thread's in its order. */
+async function rowsOf(db: Client, threadIds: string[]) {
+  const { rows } = await db.query<MastraRow & { thread_id: string }>(
+    `SELECT thread_id, id, role, content, COALESCE("createdAtZ", "createdAt" AT TIME ZONE 'UTC') AS "createdAt"
+       FROM mastra_messages WHERE thread_id = ANY($1::text[]) ORDER BY thread_id, "createdAt", id`,
+    [threadIds],
   );
-  return rows.map((m) => ({ role: m.role, content: m.body.content }));
+  return rows;
+}
+
+/** The thread's stored messages (the AG-UI messages its rows stand for): role and text, in order. */
+async function stored(db: Client, threadId: string) {
+  const rows = await rowsOf(db, [threadId]);
+  return rows.flatMap(messagesOf).map((m) => ({ role: m.role, content: m.content }));
 }
 
 /** One kill: `a` streams the answer and is killed after its third word; `b` is rejoined, `c` read after. */
@@ -186,19 +195,24 @@ async function rollingRestart(db: Client, replicas: BuiltService[], start: () =>
         problems.push(`${inputs[i].runId}: ${String(err)}`);
       }
     });
-  const { rows } = await db.query<{
+  const { rows: runs } = await db.query<{
+    thread_id: string;
     status: string;
     error_code: string | null;
     error_message: string | null;
-    messages: number;
-    distinct: number;
-  }>(
-    `SELECT r.status, r.error_code, r.error_message, count(m.*)::int AS messages,
-            count(DISTINCT m.body->>'content')::int AS distinct
-       FROM runs r LEFT JOIN messages m ON m.thread_id = r.thread_id
-      WHERE r.id = ANY($1) GROUP BY r.id`,
-    [ids],
+  }>(`SELECT thread_id, status, error_code, error_message FROM runs WHERE id = ANY($1)`, [ids]);
+  // Each run's thread: its AG-UI messages (those its rows stand for) and their distinct texts.
+  const threadRows = await rowsOf(
+    db,
+    runs.map((r) => r.thread_id),
   );
+  const rows = runs.map((r) => {
+    const messages = threadRows.filter((m) => m.thread_id === r.thread_id).flatMap(messagesOf);
+    const texts = messages
+      .filter((m) => m.content !== undefined && m.content !== null)
+      .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+    return { ...r, messages: messages.length, distinct: new Set(texts).size };
+  });
   const end = (r: (typeof rows)[number]) =>
     `${r.status}${r.error_code ? ` ${r.error_code} (${r.error_message})` : ''}`;
   return {

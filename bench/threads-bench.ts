@@ -2,7 +2,8 @@
  * Threads API benchmark: seeds one owner with 100,000 threads (one of them with 1,000 messages) next to a
  * second owner with as many, then measures the list and messages endpoints over HTTP (sequential
  * requests on a keep-alive connection), checks with EXPLAIN that the list query walks
- * `threads_owner_updated_idx`, and deletes every seeded row at the end.
+ * `mastra_threads_io_bridge_owner_idx`, and deletes every seeded row at the end. Threads and messages
+ * are rows of Mastra's memory (`mastra_threads`, `mastra_messages`, src/threads/mastra-rows.ts).
  *
  * `benchThreads(baseUrl, databaseUrl)` runs against a service that is already listening on the same
  * database (for run-bench.ts or another harness). Standalone: `node dist-bench/bench/threads-bench.js` starts the service itself,
@@ -17,6 +18,8 @@ import { Client } from 'pg';
 import { createApp, logLevels } from '../src/app.factory';
 import { loadConfig } from '../src/config/config';
 import { resolveDatabase } from '../src/database/resolve-database';
+import { placeMessages } from '../src/threads/mastra-rows';
+import { StoredMessage } from '../src/threads/message-format';
 
 const THREADS_PER_OWNER = 100_000;
 const MESSAGES = 1_000;
@@ -26,8 +29,9 @@ const MESSAGE_PAGE = 100;
 const BEFORE_PAGES = 5;
 const WARMUP = 200;
 const MEASURED = 500;
-const LIST_INDEX = 'threads_owner_updated_idx';
-const AGENT_INDEX = 'threads_owner_agent_updated_idx';
+const LIST_INDEX = 'mastra_threads_io_bridge_owner_idx';
+const AGENT_INDEX = 'mastra_threads_io_bridge_agent_idx';
+const MESSAGES_INDEX = 'mastra_messages_thread_id_createdat_idx';
 
 /** Latencies of one measurement in milliseconds; `bytes` is the size of the last response body. */
 export type LatencyStat = {
@@ -46,7 +50,7 @@ export type PlanCheck = {
   usesIndex: boolean;
   /** Whether the plan sorts (a keyset page walked in index order needs no Sort node). */
   sorts: boolean;
-  /** The plan's scan node, e.g. `Index Scan using threads_owner_updated_idx on threads`. */
+  /** The plan's scan node, e.g. `Index Scan using mastra_threads_io_bridge_owner_idx on mastra_threads`. */
   scan: string;
   executionMs: number;
   lines: string[];
@@ -68,61 +72,95 @@ export type ThreadsBenchResult = {
   /** The same SQL as the service, straight on a pg client: the database's share of the HTTP figure. */
   db: LatencyStat[];
   plans: PlanCheck[];
-  /** Whether the list query with a cursor is an Index Scan on threads_owner_updated_idx. */
+  /** Whether the list query with a cursor is an Index Scan on mastra_threads_io_bridge_owner_idx. */
   listUsesIndex: boolean;
 };
 
 // ---------------------------------------------------------------------------------------------------
-// SQL: the service's own queries (src/threads/threads.repository.ts), for EXPLAIN and the db-only rows
+// SQL: the service's own queries (src/threads/threads.repository.ts, messages.repository.ts), for
+// EXPLAIN and the db-only rows
 
-const THREAD_COLUMNS = `id, resource_id AS "resourceId", agent_id AS "agentId", title, metadata,
-  created_at AS "createdAt", updated_at AS "updatedAt", updated_at::text AS "updatedKey"`;
+const THREAD_COLUMNS = `id, "resourceId", io_bridge_agent_id AS "agentId", NULLIF(title, '') AS title,
+  CASE WHEN jsonb_typeof(metadata) = 'object' THEN metadata ELSE '{}'::jsonb END AS metadata,
+  COALESCE("createdAtZ", "createdAt" AT TIME ZONE 'UTC') AS "createdAt", "updatedAtZ" AS "updatedAt",
+  "updatedAtZ"::text AS "updatedKey"`;
 
-const LIST_AFTER_SQL = `SELECT ${THREAD_COLUMNS} FROM threads
-  WHERE resource_id = $1 AND (updated_at, id) < ($3::timestamptz, $4)
-  ORDER BY updated_at DESC, id DESC LIMIT $2`;
+const LIST_AFTER_SQL = `SELECT ${THREAD_COLUMNS} FROM mastra_threads
+  WHERE "resourceId" = $1 AND ("updatedAtZ", id) < ($3::timestamptz, $4)
+  ORDER BY "updatedAtZ" DESC, id DESC LIMIT $2`;
 
-const LIST_AGENT_AFTER_SQL = `SELECT ${THREAD_COLUMNS} FROM threads
-  WHERE resource_id = $1 AND agent_id = $3 AND (updated_at, id) < ($4::timestamptz, $5)
-  ORDER BY updated_at DESC, id DESC LIMIT $2`;
+const LIST_AGENT_AFTER_SQL = `SELECT ${THREAD_COLUMNS} FROM mastra_threads
+  WHERE "resourceId" = $1 AND io_bridge_agent_id = $3 AND ("updatedAtZ", id) < ($4::timestamptz, $5)
+  ORDER BY "updatedAtZ" DESC, id DESC LIMIT $2`;
 
-const FIND_SQL = `SELECT ${THREAD_COLUMNS} FROM threads WHERE id = $1 AND resource_id = $2`;
+const FIND_SQL = `SELECT ${THREAD_COLUMNS} FROM mastra_threads WHERE id = $1 AND ($2::text IS NULL OR "resourceId" = $2)`;
 
-const MESSAGES_SQL = `SELECT m.id, m.position::text AS position, m.body, m.created_at AS "createdAt"
-  FROM messages m JOIN threads t ON t.id = m.thread_id
-  WHERE m.thread_id = $1 AND t.resource_id = $2 AND ($4::bigint IS NULL OR m.position < $4::bigint)
-  ORDER BY m.position DESC LIMIT $3`;
+const MESSAGES_SQL = `SELECT id, role, content, "createdAt", position::text AS position FROM (
+    SELECT m.id, m.role, m.content, COALESCE(m."createdAtZ", m."createdAt" AT TIME ZONE 'UTC') AS "createdAt",
+           row_number() OVER (ORDER BY m."createdAt", m.id) AS position
+      FROM mastra_messages m
+     WHERE m.thread_id = $1
+       AND EXISTS (SELECT 1 FROM mastra_threads t WHERE t.id = $1 AND t."resourceId" = $2)
+  ) AS placed
+  WHERE $4::bigint IS NULL OR position < $4::bigint
+  ORDER BY placed.position DESC LIMIT $3`;
 
 // ---------------------------------------------------------------------------------------------------
 // Seeding and cleanup: set-based, parameters only
 
-/** `$2` threads for owner `$1`, newest first by g; every 10th thread is the `assistant` agent's. */
-const SEED_THREADS_SQL = `INSERT INTO threads (id, resource_id, agent_id, title, created_at, updated_at)
+/**
+ * `$2` threads for owner `$1`, newest first by g; every 10th thread is the `assistant` agent's. Both
+ * times as Mastra keeps them: UTC without a zone (`createdAt`) and with one (`createdAtZ`).
+ */
+const SEED_THREADS_SQL = `INSERT INTO mastra_threads (id, "resourceId", io_bridge_agent_id, title, metadata,
+                                    "createdAt", "updatedAt", "createdAtZ", "updatedAtZ")
   SELECT $1 || '-t' || g, $1,
          CASE WHEN g % 10 = 0 THEN 'assistant' WHEN g % 10 < 5 THEN 'writer' END,
-         'Bench thread ' || g,
-         now() - interval '30 days' - g * interval '1 second',
-         now() - g * interval '1 second' - $3::int * interval '1 millisecond'
-    FROM generate_series(1, $2::int) AS g`;
-
-/** `$2` messages in thread `$1`, positions 1..$2, user and assistant in turn. */
-const SEED_MESSAGES_SQL = `INSERT INTO messages (thread_id, id, position, role, body, created_at)
-  SELECT $1, 'm' || g, g, r.role,
-         jsonb_build_object('id', 'm' || g, 'role', r.role, 'content', 'Message ' || g || ': ' || $3::text),
-         now() - ($2::int - g) * interval '1 second'
+         'Bench thread ' || g, '{}'::jsonb,
+         times.created AT TIME ZONE 'UTC', times.updated AT TIME ZONE 'UTC', times.created, times.updated
     FROM generate_series(1, $2::int) AS g,
-         LATERAL (SELECT CASE WHEN g % 2 = 1 THEN 'user' ELSE 'assistant' END AS role) AS r`;
+         LATERAL (SELECT now() - interval '30 days' - g * interval '1 second' AS created,
+                         now() - g * interval '1 second' - $3::int * interval '1 millisecond' AS updated) AS times`;
+
+/**
+ * The rows `$4` (placed by mastra-rows.ts, numbered from 1 in `ord`) in thread `$1` of owner `$2`,
+ * in order a millisecond apart, the last one now; the thread's clock (`io_bridge_last_message_at`)
+ * at its last row. `$3`: how many rows.
+ */
+const SEED_MESSAGES_SQL = `WITH inserted AS (
+    INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "createdAtZ", "resourceId")
+    SELECT r.id, $1, r.content, r.role, 'v2', times.created AT TIME ZONE 'UTC', times.created, $2
+      FROM jsonb_to_recordset($4::jsonb) AS r(id text, role text, content text, ord int),
+           LATERAL (SELECT now() - ($3::int - r.ord) * interval '1 millisecond' AS created) AS times
+    RETURNING "createdAtZ")
+  UPDATE mastra_threads SET io_bridge_last_message_at = (SELECT max("createdAtZ") FROM inserted)
+   WHERE id = $1 AND "resourceId" = $2`;
 
 const FILLER =
   'The quick brown fox jumps over the lazy dog; a benchmark message of ordinary length, about two lines of chat text.';
+
+/** MESSAGES messages, user and assistant in turn (`m1`..), placed into rows as the service places them. */
+function seedRows(threadId: string) {
+  const messages = Array.from({ length: MESSAGES }, (_, i): StoredMessage => ({
+    id: `m${i + 1}`,
+    role: i % 2 === 0 ? 'user' : 'assistant',
+    content: `Message ${i + 1}: ${FILLER}`,
+  }));
+  return placeMessages(threadId, messages).rows.map((row, i) => ({ ...row, ord: i + 1 }));
+}
 
 async function seed(client: Client, owner: string, otherOwner: string, messageThread: string): Promise<void> {
   await client.query('BEGIN');
   try {
     await client.query(SEED_THREADS_SQL, [owner, THREADS_PER_OWNER, 0]);
-    // The other owner's threads interleave in time with the first's: only resource_id tells them apart.
+    // The other owner's threads interleave in time with the first's: only resourceId tells them apart.
     await client.query(SEED_THREADS_SQL, [otherOwner, THREADS_PER_OWNER, 500]);
-    await client.query(SEED_MESSAGES_SQL, [messageThread, MESSAGES, FILLER]);
+    await client.query(SEED_MESSAGES_SQL, [
+      messageThread,
+      owner,
+      MESSAGES,
+      JSON.stringify(seedRows(messageThread)),
+    ]);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK');
@@ -134,17 +172,17 @@ async function cleanup(client: Client, owners: string[]): Promise<void> {
   await client.query('BEGIN');
   try {
     await client.query(
-      'DELETE FROM messages WHERE thread_id IN (SELECT id FROM threads WHERE resource_id = ANY($1::text[]))',
+      'DELETE FROM mastra_messages WHERE thread_id IN (SELECT id FROM mastra_threads WHERE "resourceId" = ANY($1::text[]))',
       [owners],
     );
-    await client.query('DELETE FROM threads WHERE resource_id = ANY($1::text[])', [owners]);
+    await client.query('DELETE FROM mastra_threads WHERE "resourceId" = ANY($1::text[])', [owners]);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK');
     throw err;
   }
   // Leaves no dead rows or 200,000-row statistics behind in a shared database.
-  await client.query('VACUUM (ANALYZE) threads, messages');
+  await client.query('VACUUM (ANALYZE) mastra_threads, mastra_messages');
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -286,11 +324,11 @@ async function explain(
   };
 }
 
-/** A keyset cursor as the service makes it (base64url of `[updated_at::text, id]`) for row `offset`. */
+/** A keyset cursor as the service makes it (base64url of `["updatedAtZ"::text, id]`) for row `offset`. */
 async function cursorAt(client: Client, owner: string, offset: number): Promise<{ key: string; id: string }> {
   const { rows } = await client.query<{ key: string; id: string }>(
-    `SELECT updated_at::text AS key, id FROM threads WHERE resource_id = $1
-      ORDER BY updated_at DESC, id DESC OFFSET $2 LIMIT 1`,
+    `SELECT "updatedAtZ"::text AS key, id FROM mastra_threads WHERE "resourceId" = $1
+      ORDER BY "updatedAtZ" DESC, id DESC OFFSET $2 LIMIT 1`,
     [owner, offset],
   );
   return rows[0];
@@ -329,8 +367,8 @@ export async function benchThreads(baseUrl: string, databaseUrl: string): Promis
     await seed(client, owner, otherOwner, messageThread);
     const seedMs = round(performance.now() - start);
     start = performance.now();
-    await client.query('ANALYZE threads');
-    await client.query('ANALYZE messages');
+    await client.query('ANALYZE mastra_threads');
+    await client.query('ANALYZE mastra_messages');
     const analyzeMs = round(performance.now() - start);
     log(`seeded in ${seedMs.toFixed(0)} ms, ANALYZE ${analyzeMs.toFixed(0)} ms`);
 
@@ -410,7 +448,7 @@ export async function benchThreads(baseUrl: string, databaseUrl: string): Promis
         cursor10.key,
         cursor10.id,
       ]),
-      await explain(client, 'messages before page', 'messages_thread_id_position_key', MESSAGES_SQL, [
+      await explain(client, 'messages before page', MESSAGES_INDEX, MESSAGES_SQL, [
         messageThread,
         owner,
         MESSAGE_PAGE + 1,

@@ -14,6 +14,7 @@ import { ParkedRuns1764692800000 } from './1764692800000-parked-runs';
 import { RunQueue1764692600000 } from './1764692600000-run-queue';
 import { RunWriteFence1764692900000 } from './1764692900000-run-write-fence';
 import { MastraMemoryTables1764693000000 } from './1764693000000-mastra-memory-tables';
+import { OneThreadStore1764693100000 } from './1764693100000-one-thread-store';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -33,4 +34,5 @@ export const migrations = [
   ParkedRuns1764692800000,
   RunWriteFence1764692900000,
   MastraMemoryTables1764693000000,
+  OneThreadStore1764693100000,
 ];

@@ -48,10 +48,11 @@ export type RegisteredAgent = {
   ownMemory: boolean;
   /** Its Memory names threads itself (`generateTitle`): a run leaves the thread untitled for it. */
   titlesThreads: boolean;
+  /** How many of a thread's messages its Memory recalls (`lastMessages`), when that does not depend on the request. */
+  recalls?: number | false;
+  /** Its Mastra `Memory`, when it has one that does not depend on the request (the thread store checks it reads io-bridge's threads). */
+  memory?: ProjectMemory;
 };
-
-/** Told of a title an agent's own Memory gave a thread (ThreadsService keeps it as the thread's). */
-export type TitleListener = (threadId: string, resourceId: string, title: string) => void;
 
 /**
  * A provider model without its API key would start and then fail every run: refused at start-up,
@@ -208,9 +209,9 @@ export function projectAgent(
   { agent, tools, instructions: instructionsOf, memory }: MastraProject['agents'][number],
   config: AppConfig,
   metrics: Metrics | undefined,
-  titled: TitleListener,
 ): RegisteredAgent {
-  const titlesThreads = Boolean(memory?.getMergedThreadConfig?.().generateTitle);
+  const threadConfig = memory?.getMergedThreadConfig?.();
+  const titlesThreads = Boolean(threadConfig?.generateTitle);
   const models = Array.isArray(agent.model) ? agent.model : [{ model: agent.model }];
   const modelId = models.map((m) => modelIdOf(m.model)).join(', ');
   // A model-router id of the project is Mastra's own: OPENAI_BASE_URL is the built-in agents'.
@@ -250,7 +251,15 @@ export function projectAgent(
     return fork;
   };
   const fork = forked();
-  if (memory && titlesThreads) fork.__setMemory(reportingTitles(memory, titled));
+  // io-bridge stores the thread's messages (its claim and end): the memory recalls them, saves none.
+  if (agent.hasOwnMemory()) {
+    fork.__setMemory(
+      memory
+        ? savingNothing(memory)
+        : async ({ requestContext }: { requestContext: RequestContext }) =>
+            savingNothing((await agent.getMemory({ requestContext }))!),
+    );
+  }
   // A stateless run reaches no memory: Mastra makes a thread of every run it is given one for.
   const withoutMemory = agent.hasOwnMemory() ? forked() : fork;
   if (withoutMemory !== fork) withoutMemory.__setMemory(undefined);
@@ -273,27 +282,42 @@ export function projectAgent(
     instructions,
     ownMemory: agent.hasOwnMemory(),
     titlesThreads,
+    ...(threadConfig?.lastMessages !== undefined ? { recalls: threadConfig.lastMessages } : {}),
+    ...(memory ? { memory } : {}),
   };
 }
 
+/** The memories made to save nothing, by the memory they wrap (one each, however many runs). */
+const quietMemories = new WeakMap<ProjectMemory, ProjectMemory>();
+
 /**
- * `memory`, telling `titled` of each title it gives a thread (Mastra saves a generated title with
- * `createThread`), so that io-bridge's thread shows the same title.
+ * `memory` without the processor that saves a run's messages (Mastra's `message-history` output
+ * processor): io-bridge stores them in the same rows, under ids its clients know
+ * (docs/protocol.md#where-threads-live). Recall, working memory and titles work as they do in Mastra.
  */
-function reportingTitles(memory: ProjectMemory, titled: TitleListener): ProjectMemory {
-  return new Proxy(memory, {
+function savingNothing(memory: ProjectMemory): ProjectMemory {
+  let quiet = quietMemories.get(memory);
+  if (quiet) return quiet;
+  quiet = new Proxy(memory, {
     get(target, property) {
       const value = Reflect.get(target, property, target) as unknown;
       if (typeof value !== 'function') return value;
-      if (property !== 'createThread') return (value as (...a: unknown[]) => unknown).bind(target);
-      return async (args: Parameters<ProjectMemory['createThread']>[0]) => {
-        const created = await target.createThread(args);
-        if (args.title && args.threadId) titled(args.threadId, args.resourceId, args.title);
-        return created;
+      if (property !== 'getOutputProcessors') return (value as (...a: unknown[]) => unknown).bind(target);
+      return async (...args: unknown[]) => {
+        const processors = (await (value as (...a: unknown[]) => Promise<Array<{ id?: string }>>).apply(
+          target,
+          args,
+        )) as Array<{ id?: string }>;
+        return processors.filter((processor) => processor.id !== MESSAGE_HISTORY);
       };
     },
   });
+  quietMemories.set(memory, quiet);
+  return quiet;
 }
+
+/** The id of Mastra's processor that saves a run's input and answer to the memory's storage. */
+const MESSAGE_HISTORY = 'message-history';
 
 /** `tool` under `name` (a shallow copy: the team's tool object is left as it is). */
 function named(tool: AnyTool, name: string): AnyTool {

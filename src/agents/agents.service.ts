@@ -6,7 +6,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/errors';
 import { AgentView } from './dto/agent-view.dto';
 import { AgentsConfig, loadAgentsConfig, McpServerEntry } from './agents-config';
-import { definedAgent, definitionOf, projectAgent, RegisteredAgent, TitleListener } from './agent-builders';
+import { definedAgent, definitionOf, projectAgent, RegisteredAgent } from './agent-builders';
 import { requiresApproval } from './agent-tools';
 import { agentDefinitions } from './index';
 import { builtInServerTools } from './tools/server-tools';
@@ -14,7 +14,7 @@ import { MastraProject } from './mastra-project';
 import { McpServer } from './mcp/mcp-server';
 import { Metrics } from '../ops/metrics.service';
 
-export type { RegisteredAgent, TitleListener } from './agent-builders';
+export type { RegisteredAgent } from './agent-builders';
 export { requiresApproval } from './agent-tools';
 
 /** The Nest token of the team's Mastra project (`MASTRA_ENTRY`), or null for the built-in agents. */
@@ -40,7 +40,6 @@ type Registry = {
 @Injectable()
 export class AgentsService implements OnModuleInit, OnApplicationShutdown {
   private readonly log = new Logger(AgentsService.name);
-  private readonly titleListeners: TitleListener[] = [];
   private registry: Registry;
   private reloading = Promise.resolve();
   readonly defaultAgentId: string;
@@ -74,11 +73,6 @@ export class AgentsService implements OnModuleInit, OnApplicationShutdown {
         this.reloading = this.reloading.then(() => this.reload());
       });
     }
-  }
-
-  /** Tells `listener` of every title an agent's own Memory gives a thread. */
-  onTitle(listener: TitleListener): void {
-    this.titleListeners.push(listener);
   }
 
   /**
@@ -146,9 +140,7 @@ export class AgentsService implements OnModuleInit, OnApplicationShutdown {
     const defined = new Map(agentDefinitions.map((d) => [d.id, d] as const));
     if (this.project) {
       for (const loaded of this.project.agents) {
-        const agent = projectAgent(loaded, this.config, this.metrics, (...title) =>
-          this.titleListeners.forEach((listener) => listener(...title)),
-        );
+        const agent = projectAgent(loaded, this.config, this.metrics);
         agents.set(agent.definition.id, agent);
         if (loaded.key !== loaded.agent.id) aliases.set(loaded.key, loaded.agent.id);
       }

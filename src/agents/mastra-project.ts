@@ -34,8 +34,8 @@ export type ProjectAgent = {
 
 /** A Mastra `Memory`, as io-bridge uses one. */
 export type ProjectMemory = {
-  getMergedThreadConfig?(): { generateTitle?: unknown };
-  createThread(args: { threadId?: string; resourceId: string; title?: string }): Promise<unknown>;
+  getMergedThreadConfig?(): { generateTitle?: unknown; lastMessages?: number | false };
+  getThreadById?(args: { threadId: string }): Promise<unknown>;
 };
 
 /** One agent of a team's Mastra instance, as loaded. */

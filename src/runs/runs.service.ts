@@ -134,6 +134,9 @@ export class RunsService {
     });
     prepared.stateless = claimed.stateless;
     prepared.budget = claimed.budget;
+    // What the claim stored of them (a row each; a tool result joins its call's row).
+    if (prepared.agent.ownMemory && !prepared.readOnly)
+      prepared.storedRows = claimed.history.filter((m) => m.role !== 'tool').length;
     const history =
       prepared.agent.ownMemory && !claimed.stateless
         ? await this.withTheirCalls(claimed.history, incoming, prepared)
@@ -168,10 +171,10 @@ export class RunsService {
 
   /**
    * What an agent with a Memory of its own is handed (only what is new to the thread), with the
-   * assistant message that made each call a new tool message answers, before it: a run that ended at
-   * frontend calls (`ag-ui`) left that message in io-bridge's thread but not in the agent's memory,
-   * which keeps no call without its result, and a tool message without its call is dropped. It comes
-   * from the client's messages, or from the thread when the client sent the tool message alone.
+   * assistant message that made each call a new tool message answers, before it: the memory recalls
+   * no call without its result, and a tool message without its call is dropped, so the two go in as
+   * the row the thread keeps them in (by its id: the memory takes it once). The caller comes from the
+   * client's messages, or from the thread when the client sent the tool message alone.
    */
   private async withTheirCalls(
     history: StoredMessage[],

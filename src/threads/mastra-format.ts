@@ -2,7 +2,7 @@ import { AguiToolCall, StoredMessage, UiMessage, UiPart } from './message-format
 
 /**
  * A message as Mastra's memory stores it (`mastra_messages`): its content is Mastra's format 2, a
- * list of parts as JSON text (docs/protocol.md#threads-mastra-wrote). This module reads it as the
+ * list of parts as JSON text (docs/protocol.md#where-threads-live). This module reads it as the
  * two formats of `GET /threads/{id}/messages`.
  */
 export type MastraRow = { id: string; role: string; content: string; createdAt: Date };

@@ -58,7 +58,7 @@ export class ThreadsController {
     return thread;
   }
 
-  /** The owner's threads, newest `updatedAt` first: those of Mastra's memory too (docs/protocol.md#threads-mastra-wrote). */
+  /** The owner's threads, newest `updatedAt` first: those of Mastra's memory too (docs/protocol.md#where-threads-live). */
   @Get()
   @ApiOperation({
     summary: "List the owner's threads, newest first",

@@ -11,49 +11,25 @@ export type ThreadRow = {
   metadata: Record<string, unknown>;
   createdAt: Date;
   updatedAt: Date;
-  /** `updated_at` as Postgres prints it, microseconds included: the keyset cursor. */
+  /** `updatedAtZ` as Postgres prints it, microseconds included: the keyset cursor. */
   updatedKey: string;
-  /**
-   * Its messages are the ones Mastra's memory keeps (`mastra_messages`): a thread Mastra wrote, which
-   * io-bridge does not store, or stored only after Mastra had it (docs/protocol.md#threads-mastra-wrote).
-   */
-  messagesInMastra: boolean;
 };
 
-const THREAD_COLUMNS = `id, resource_id AS "resourceId", agent_id AS "agentId", title, metadata,
-  created_at AS "createdAt", updated_at AS "updatedAt", updated_at::text AS "updatedKey",
-  messages_in_mastra AS "messagesInMastra"`;
-
-/** The columns of `threads` a union with Mastra's threads selects, before THREAD_COLUMNS names them. */
-const THREAD_FIELDS =
-  'id, resource_id, agent_id, title, metadata, created_at, updated_at, messages_in_mastra';
-
-/** A row of `mastra_threads` (as `mt`, as `@mastra/pg` keeps it) in THREAD_FIELDS. */
-const MASTRA_THREAD_FIELDS = `mt.id, mt."resourceId" AS resource_id, NULL::text AS agent_id, NULLIF(mt.title, '') AS title,
-  CASE WHEN jsonb_typeof(mt.metadata) = 'object' THEN mt.metadata ELSE '{}'::jsonb END AS metadata,
-  COALESCE(mt."createdAtZ", mt."createdAt" AT TIME ZONE 'UTC') AS created_at,
-  COALESCE(mt."updatedAtZ", mt."updatedAt" AT TIME ZONE 'UTC') AS updated_at,
-  true AS messages_in_mastra`;
-
 /**
- * The threads an owner has in Mastra's memory that io-bridge does not store for that owner, in
- * THREAD_FIELDS; `where` scopes them.
+ * A row of `mastra_threads` as a thread: Mastra's own columns (an untitled thread's title is '', a
+ * row an older `@mastra/pg` wrote may lack the time-zoned times) and the agent io-bridge adds.
  */
-const mastraOnly = (where: string) => `
-  SELECT ${MASTRA_THREAD_FIELDS}
-    FROM mastra_threads mt
-   WHERE ${where}
-     AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = mt.id AND t.resource_id = mt."resourceId")`;
-
-/** Whether Mastra's memory holds thread `$1` for owner `$2` already: then its messages are Mastra's. */
-export const MASTRA_HOLDS_THREAD = `EXISTS (SELECT 1 FROM mastra_threads WHERE id = $1 AND "resourceId" = $2)`;
+const THREAD_COLUMNS = `id, "resourceId", io_bridge_agent_id AS "agentId", NULLIF(title, '') AS title,
+  CASE WHEN jsonb_typeof(metadata) = 'object' THEN metadata ELSE '{}'::jsonb END AS metadata,
+  COALESCE("createdAtZ", "createdAt" AT TIME ZONE 'UTC') AS "createdAt", "updatedAtZ" AS "updatedAt",
+  "updatedAtZ"::text AS "updatedKey"`;
 
 /**
- * The `threads` table, and the threads Mastra's memory holds that it does not (`mastra_threads`: a
- * thread Mastra Studio, a workflow or a team's own code wrote). Every method takes the owner's
- * resourceId and filters on it in SQL: another owner's thread behaves exactly like a missing one.
- * Those a route reaches by id alone take an OwnerScope, which may be any owner (see `idScope`). A
- * thread's messages: MessagesRepository.
+ * Threads, in Mastra's memory (`mastra_threads`): those io-bridge's runs and routes made, and those
+ * Mastra Studio, a workflow or a team's own code wrote (docs/protocol.md#where-threads-live). Every method
+ * takes the owner's resourceId and filters on it in SQL: another owner's thread behaves exactly like
+ * a missing one. Those a route reaches by id alone take an OwnerScope, which may be any owner (see
+ * `idScope`). A thread's messages: MessagesRepository.
  */
 @Injectable()
 export class ThreadsRepository {
@@ -68,8 +44,9 @@ export class ThreadsRepository {
     metadata?: Record<string, unknown>;
   }): Promise<ThreadRow | undefined> {
     const rows: ThreadRow[] = await this.db.query(
-      `INSERT INTO threads (id, resource_id, agent_id, title, metadata, messages_in_mastra)
-       VALUES ($1, $2, $3, $4, $5::jsonb, ${MASTRA_HOLDS_THREAD})
+      `INSERT INTO mastra_threads (id, "resourceId", io_bridge_agent_id, title, metadata,
+                                   "createdAt", "updatedAt", "createdAtZ", "updatedAtZ")
+       VALUES ($1, $2, $3, COALESCE($4, ''), $5::jsonb, now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC', now(), now())
        ON CONFLICT (id) DO NOTHING RETURNING ${THREAD_COLUMNS}`,
       [
         thread.id,
@@ -84,46 +61,36 @@ export class ThreadsRepository {
 
   async find(id: string, owner: OwnerScope): Promise<ThreadRow | undefined> {
     const rows: ThreadRow[] = await this.db.query(
-      `SELECT ${THREAD_COLUMNS} FROM (
-         SELECT ${THREAD_FIELDS} FROM threads WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)
-         UNION ALL ${mastraOnly(`mt.id = $1 AND ($2::text IS NULL OR mt."resourceId" = $2)`)}
-       ) AS owned LIMIT 1`,
+      `SELECT ${THREAD_COLUMNS} FROM mastra_threads WHERE id = $1 AND ($2::text IS NULL OR "resourceId" = $2)`,
       [id, ownerParam(owner)],
     );
     return rows[0];
   }
 
-  /**
-   * Newest `updatedAt` first, keyset pagination on (updated_at, id): stable across inserts. The
-   * owner's threads in Mastra's memory are among them, unless the page is of one agent's.
-   */
+  /** Newest `updatedAt` first, keyset pagination on (updatedAt, id): stable across inserts. */
   async list(
     resourceId: string,
     opts: { agentId?: string; limit: number; after?: { updatedKey: string; id: string } },
   ): Promise<ThreadRow[]> {
     const params: unknown[] = [resourceId, opts.limit];
-    let where = 'resource_id = $1';
+    let where = '"resourceId" = $1';
     if (opts.agentId !== undefined) {
       params.push(opts.agentId);
-      where += ` AND agent_id = $${params.length}`;
+      where += ` AND io_bridge_agent_id = $${params.length}`;
     }
     if (opts.after) {
       params.push(opts.after.updatedKey, opts.after.id);
-      where += ` AND (updated_at, id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+      where += ` AND ("updatedAtZ", id) < ($${params.length - 1}::timestamptz, $${params.length})`;
     }
-    const mastra = opts.agentId === undefined ? `UNION ALL ${mastraOnly(`mt."resourceId" = $1`)}` : '';
     return this.db.query(
-      `SELECT ${THREAD_COLUMNS} FROM (
-         SELECT ${THREAD_FIELDS} FROM threads WHERE resource_id = $1 ${mastra}
-       ) AS owned WHERE ${where} ORDER BY updated_at DESC, id DESC LIMIT $2`,
+      `SELECT ${THREAD_COLUMNS} FROM mastra_threads WHERE ${where} ORDER BY "updatedAtZ" DESC, id DESC LIMIT $2`,
       params,
     );
   }
 
   /**
-   * Changes the title or metadata of the thread: in io-bridge's table, and the title in Mastra's
-   * memory too when it holds the thread. A thread only Mastra holds gets the metadata merged into
-   * its own (keys Mastra keeps there, such as a thread's working memory, stay).
+   * Changes the title or metadata of the thread. Metadata replaces the old one, except the key
+   * Mastra's memory keeps there (`workingMemory`, a thread's working memory), which stays.
    */
   async update(
     id: string,
@@ -132,25 +99,16 @@ export class ThreadsRepository {
   ): Promise<ThreadRow | undefined> {
     const rows: ThreadRow[] = await this.db.query(
       `WITH updated AS (
-         UPDATE threads SET
-           title = CASE WHEN $3::boolean THEN $4 ELSE title END,
-           metadata = CASE WHEN $5::boolean THEN $6::jsonb ELSE metadata END,
-           updated_at = now()
-         WHERE id = $1 AND ($2::text IS NULL OR resource_id = $2)
-         RETURNING ${THREAD_FIELDS}),
-       in_mastra AS (
-         UPDATE mastra_threads mt SET
-           title = CASE WHEN $3::boolean THEN $4 ELSE mt.title END,
-           metadata = CASE WHEN $5::boolean AND NOT EXISTS (SELECT 1 FROM updated)
-                           THEN COALESCE(mt.metadata, '{}'::jsonb) || $6::jsonb ELSE mt.metadata END,
-           "updatedAt" = now() AT TIME ZONE 'UTC', "updatedAtZ" = now()
-         WHERE mt.id = $1 AND ($2::text IS NULL OR mt."resourceId" = $2)
-           AND (NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = mt.id AND t.resource_id = mt."resourceId")
-                OR EXISTS (SELECT 1 FROM updated u WHERE u.resource_id = mt."resourceId"))
-         RETURNING ${MASTRA_THREAD_FIELDS})
-       SELECT ${THREAD_COLUMNS} FROM (
-         SELECT * FROM updated UNION ALL SELECT * FROM in_mastra WHERE NOT EXISTS (SELECT 1 FROM updated)
-       ) AS owned`,
+       UPDATE mastra_threads SET
+         title = CASE WHEN $3::boolean THEN COALESCE($4, '') ELSE title END,
+         metadata = CASE WHEN NOT $5::boolean THEN metadata
+                         WHEN jsonb_typeof(metadata) = 'object' AND metadata ? 'workingMemory'
+                         THEN jsonb_build_object('workingMemory', metadata->'workingMemory') || $6::jsonb
+                         ELSE $6::jsonb END,
+         "updatedAt" = now() AT TIME ZONE 'UTC', "updatedAtZ" = now()
+       WHERE id = $1 AND ($2::text IS NULL OR "resourceId" = $2)
+       RETURNING *)
+       SELECT ${THREAD_COLUMNS} FROM updated`,
       [
         id,
         ownerParam(owner),
@@ -163,25 +121,21 @@ export class ThreadsRepository {
     return rows[0];
   }
 
-  /**
-   * Deletes the owner's thread and its messages, from io-bridge's tables (by cascade) and from
-   * Mastra's memory; returns whether it existed in either.
-   */
+  /** Deletes the owner's thread and its messages; returns whether it existed. */
   async delete(id: string, resourceId: string): Promise<boolean> {
     const rows: Array<{ deleted: number }> = await this.db.query(
-      `WITH deleted AS (DELETE FROM threads WHERE id = $1 AND resource_id = $2 RETURNING 1),
-       in_mastra AS (DELETE FROM mastra_threads WHERE id = $1 AND "resourceId" = $2 RETURNING 1),
-       messages AS (DELETE FROM mastra_messages WHERE thread_id = $1 AND EXISTS (SELECT 1 FROM in_mastra) RETURNING 1)
-       SELECT (SELECT count(*) FROM deleted) + (SELECT count(*) FROM in_mastra) AS deleted`,
+      `WITH deleted AS (DELETE FROM mastra_threads WHERE id = $1 AND "resourceId" = $2 RETURNING id),
+       messages AS (DELETE FROM mastra_messages WHERE thread_id IN (SELECT id FROM deleted) RETURNING 1)
+       SELECT count(*)::int AS deleted FROM deleted`,
       [id, resourceId],
     );
-    return Number(rows[0]?.deleted ?? 0) > 0;
+    return (rows[0]?.deleted ?? 0) > 0;
   }
 
   /** Titles the owner's thread, unless it got a title meanwhile. */
   async setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
     await this.db.query(
-      `UPDATE threads SET title = $3 WHERE id = $1 AND resource_id = $2 AND title IS NULL`,
+      `UPDATE mastra_threads SET title = $3 WHERE id = $1 AND "resourceId" = $2 AND title = ''`,
       [threadId, resourceId, title],
     );
   }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { ConfigError } from '../config/config';
 import { AgentsService } from '../agents/agents.service';
 import { idScope, Principal } from '../auth/principal';
 import { DomainError } from '../common/errors';
@@ -13,8 +14,7 @@ import {
   ThreadView,
   UpdateThreadDto,
 } from './dto/thread.dto';
-import { aguiOf, uiOf } from './mastra-format';
-import { toUiMessages } from './message-format';
+import { messagesOf, uiMessagesOf } from './mastra-rows';
 import { MessagesRepository } from './messages.repository';
 import { ThreadRow, ThreadsRepository } from './threads.repository';
 
@@ -49,21 +49,34 @@ function decodeCursor(cursor: string): { updatedKey: string; id: string } {
 
 /** Threads and their messages: the calling owner's, or by id those `idScope` lets the caller reach. */
 @Injectable()
-export class ThreadsService {
-  private readonly log = new Logger(ThreadsService.name);
-
+export class ThreadsService implements OnModuleInit {
   constructor(
     private readonly threads: ThreadsRepository,
     private readonly threadMessages: MessagesRepository,
     private readonly agents: AgentsService,
     private readonly notifications: PgNotifications,
-  ) {
-    // An agent whose own Memory names threads (docs/agents.md#your-own-mastra-project): its title is the thread's.
-    agents.onTitle((threadId, resourceId, title) => {
-      this.threads.setTitleIfNone(threadId, resourceId, title).catch((err: unknown) => {
-        this.log.warn(`thread ${threadId}: its generated title was not kept: ${String(err)}`);
-      });
-    });
+  ) {}
+
+  /**
+   * The Mastra memory of each agent served must read the threads io-bridge stores (its storage on
+   * io-bridge's database, in the `public` schema): checked once, at start-up, with a thread made for
+   * the check and deleted after it (docs/agents.md#your-own-mastra-project).
+   */
+  async onModuleInit(): Promise<void> {
+    for (const agent of this.agents.list()) {
+      const memory = agent.memory;
+      if (!memory?.getThreadById) continue;
+      const probe = `io-bridge-store-check-${randomUUID()}`;
+      await this.threads.insert({ id: probe, resourceId: probe });
+      try {
+        if (await memory.getThreadById({ threadId: probe }).catch(() => null)) continue;
+      } finally {
+        await this.threads.delete(probe, probe);
+      }
+      throw new ConfigError(
+        `MASTRA_ENTRY: agent '${agent.definition.id}': its Memory's storage does not hold io-bridge's threads; give it a PostgresStore on DATABASE_URL (no schemaName)`,
+      );
+    }
   }
 
   /** Creates a thread; the same id again by its owner returns it (created: false); another owner's id is a conflict. */
@@ -119,40 +132,21 @@ export class ThreadsService {
     if (!(await this.threads.delete(id, resourceId))) throw notFound(id);
   }
 
+  /**
+   * The thread's messages, `limit` rows a page, in the thread's order: each row as the AG-UI
+   * messages it stands for (`agui`; an assistant message with its tool results is one row) or in
+   * the `ui` format (mastra-rows.ts).
+   */
   async messages(id: string, query: ListMessagesQueryDto, principal: Principal): Promise<MessagesPage> {
     const thread = await this.scoped(id, principal, 'read');
-    if (thread.messagesInMastra) return this.messagesInMastra(thread, query);
-    const { resourceId } = thread;
     const limit = query.limit ?? 100;
-    const rows = await this.threadMessages.list(id, resourceId, {
+    const rows = await this.threadMessages.list(id, thread.resourceId, {
       limit: limit + 1,
       before: query.before,
     });
     const { page, nextCursor } = pageOf(rows, limit);
-    if (query.format === 'agui') return { messages: page.map((r) => r.body), nextCursor };
-    const answered = new Set(page.filter((r) => r.body.role === 'tool').map((r) => r.body.toolCallId));
-    const missing = page
-      .flatMap((r) => (r.body.toolCalls ?? []).map((c) => c.id))
-      .filter((c) => !answered.has(c));
-    // Results stored on a newer page than their call still show on the call's part.
-    const later = await this.threadMessages.toolResults(id, resourceId, missing);
-    return { messages: toUiMessages(id, page, later), nextCursor };
-  }
-
-  /**
-   * The messages of a thread in Mastra's memory (docs/protocol.md#threads-mastra-wrote): `limit` of
-   * Mastra's messages a page, each read as AG-UI messages (an assistant message with tool results
-   * is several) or in the `ui` format as it is.
-   */
-  private async messagesInMastra(thread: ThreadRow, query: ListMessagesQueryDto): Promise<MessagesPage> {
-    const limit = query.limit ?? 100;
-    const rows = await this.threadMessages.listInMastra(thread.id, thread.resourceId, {
-      limit: limit + 1,
-      before: query.before,
-    });
-    const { page, nextCursor } = pageOf(rows, limit);
-    if (query.format === 'agui') return { messages: page.flatMap(aguiOf), nextCursor };
-    return { messages: page.map((row) => uiOf(thread.id, row)), nextCursor };
+    if (query.format === 'agui') return { messages: page.flatMap(messagesOf), nextCursor };
+    return { messages: page.flatMap((row) => uiMessagesOf(id, row)), nextCursor };
   }
 
   /** The thread this caller reaches by its id (`idScope`): its own, or any owner's where allowed. */

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { db, endedRunRow, eventually, startApp, TestApp } from '../support/app';
+import { db, endedRunRow, eventually, startApp, storedTitle, TestApp } from '../support/app';
 import { LEVEL, LogLine, serviceLogs } from '../support/log-sink';
 import { startOpenAiServer } from '../support/openai-server';
 import {
@@ -135,7 +135,7 @@ describe('agents and forwardedProps', () => {
     const threadId = uid('ro');
     await runToFrames(t.runUrl, { ...runInput('first'), threadId, forwardedProps: memoryOf(threadId) });
     const before = await db((c) =>
-      c.query('SELECT count(*)::int AS n FROM messages WHERE thread_id = $1', [threadId]),
+      c.query('SELECT count(*)::int AS n FROM mastra_messages WHERE thread_id = $1', [threadId]),
     );
     const { frames } = await runToFrames(t.runUrl, {
       ...runInput('/history', { forwardedProps: { memoryOptions: { readOnly: true } } }),
@@ -143,7 +143,7 @@ describe('agents and forwardedProps', () => {
     });
     expect(shownText(frames)).toBe('user: first\nassistant: You said: first\nuser: /history');
     const after = await db((c) =>
-      c.query('SELECT count(*)::int AS n FROM messages WHERE thread_id = $1', [threadId]),
+      c.query('SELECT count(*)::int AS n FROM mastra_messages WHERE thread_id = $1', [threadId]),
     );
     expect(after.rows[0].n).toBe(before.rows[0].n);
     expect(before.rows[0].n).toBe(2);
@@ -157,8 +157,7 @@ describe('agents and forwardedProps', () => {
       forwardedProps: { memoryOptions: { generateTitle: true } },
     });
     const title = await eventually(async () => {
-      const r = await db((c) => c.query('SELECT title FROM threads WHERE id = $1', [threadId]));
-      return r.rows[0]?.title ?? undefined;
+      return db((c) => storedTitle(c, threadId));
     });
     expect(title).toBe('please plan a trip to Lyon');
   });

@@ -171,6 +171,15 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
       'assistant: Erin.',
       'user: And again?',
     ]);
+    // One store, one writer: each message is one row, every row io-bridge's (the memory saved none of its own).
+    const rows = await db((c) =>
+      c.query<{ content: string }>(`SELECT content FROM mastra_messages WHERE thread_id = $1`, [threadId]),
+    );
+    const agui = rows.rows.map(
+      (r) => (JSON.parse(r.content) as { metadata?: { agui?: unknown[] } }).metadata?.agui,
+    );
+    expect(agui.every((messages) => Array.isArray(messages) && messages.length === 1)).toBe(true);
+    expect(rows.rows).toHaveLength(6);
   });
 
   it('takes the request’s memoryOptions.lastMessages over the agent’s own', async () => {
@@ -687,6 +696,11 @@ describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line namin
       'a Memory with semantic recall and no vector store (docs/agents.md)',
       () => join(__dirname, '..', 'fixtures', 'mastra-semantic-recall', 'index.ts'),
       /MASTRA_ENTRY: .*index\.ts could not be loaded: Semantic recall requires a vector store to be configured/,
+    ],
+    [
+      'a Memory whose storage is not the threads io-bridge stores (docs/agents.md)',
+      () => join(__dirname, '..', 'fixtures', 'mastra-other-store', 'index.ts'),
+      /MASTRA_ENTRY: agent 'elsewhere': its Memory's storage does not hold io-bridge's threads/,
     ],
   ])(
     '%s',

@@ -1,5 +1,14 @@
 import { spawn } from 'node:child_process';
-import { db, endedRunRow, eventually, runRow, startApp, TestApp } from '../support/app';
+import {
+  db,
+  endedRunRow,
+  eventually,
+  runRow,
+  startApp,
+  storedMessages,
+  storedTitle,
+  TestApp,
+} from '../support/app';
 import { MAIN } from '../support/built-service';
 import { promptTokens, startOpenAiServer, OpenAiServer, Reply } from '../support/openai-server';
 import { startReceiver } from '../support/otlp-receiver';
@@ -161,14 +170,9 @@ describe('a provider speaking OpenAI chat completions: usage, retries, error cod
     expect(server.requests.length - sent).toBe(1);
     expect(shownText(frames)).toBe('Half an');
     expect(terminal(frames)).toMatchObject({ type: 'RUN_ERROR', code: 'MODEL_UNAVAILABLE' });
-    const stored = await db((c) =>
-      c.query<{ body: { role: string; content: string } }>(
-        'SELECT body FROM messages WHERE thread_id = $1 ORDER BY position',
-        [threadId],
-      ),
-    );
-    expect(stored.rows.map((r) => r.body.role)).toEqual(['user', 'assistant']);
-    expect(stored.rows[1].body.content).toBe('Half an');
+    const stored = await db((c) => storedMessages(c, threadId));
+    expect(stored.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(stored[1].content).toBe('Half an');
   });
 
   it('a context-length error is MODEL_CONTEXT_TOO_LONG, not retried; another 400 is MODEL_ERROR without the provider text', async () => {
@@ -234,8 +238,8 @@ describe('a provider speaking OpenAI chat completions: usage, retries, error cod
     expect(row.usage).toEqual([
       { provider: 'openai', model: 'gpt-test', inputTokens: 26, outputTokens: 8, totalTokens: 34 },
     ]);
-    const title = await db((c) => c.query('SELECT title FROM threads WHERE id = $1', [input.threadId]));
-    expect(title.rows[0].title).toBe('Trip to Lyon');
+    const title = await db((c) => storedTitle(c, input.threadId));
+    expect(title).toBe('Trip to Lyon');
     const after = await scrape(t);
     expect(metric(after, `io_bridge_model_tokens_total{${LABELS},kind="input"}`)).toBe(
       metric(before, `io_bridge_model_tokens_total{${LABELS},kind="input"}`) + 26,

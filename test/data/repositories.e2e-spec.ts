@@ -6,6 +6,7 @@ import { MessagesRepository } from '../../src/threads/messages.repository';
 import { ThreadsRepository } from '../../src/threads/threads.repository';
 import { db, startApp, TestApp } from '../support/app';
 import { uid } from '../support/sse';
+import { messagesOf, placeMessages } from '../../src/threads/mastra-rows';
 
 /** Owner scoping of every repository method, on the real database: another owner's rows are neither read nor written. */
 describe('repositories: owner scoping', () => {
@@ -142,7 +143,7 @@ describe('repositories: owner scoping', () => {
   describe('RunsRepository', () => {
     it("findOne: another owner's run reads as missing", async () => {
       const threadId = uid('thread');
-      await db((c) => c.query(`INSERT INTO threads (id, resource_id) VALUES ($1, $2)`, [threadId, owner]));
+      await t.app.get(ThreadsRepository).insert({ id: threadId, resourceId: owner });
       const runId = await liveRun('waiting_for_tool', threadId);
       const runs = t.app.get(RunsRepository);
       expect(await runs.findOne(runId, other)).toBeNull();
@@ -163,7 +164,7 @@ describe('repositories: owner scoping', () => {
             ).rows[0],
         );
       const before = await lease();
-      const messages = [{ id: 'cp1', role: 'assistant' as const, content: 'shown' }];
+      const messages = placeMessages(runId, [{ id: 'cp1', role: 'assistant' as const, content: 'shown' }]);
       expect(await runs.renewLeases([{ id: runId, resourceId: other, attempt: 1 }], 7_200_000)).toEqual([]);
       expect(
         await runs.saveCheckpoints([{ id: runId, resourceId: other, attempt: 1, messages }], 7_200_000),
@@ -198,16 +199,43 @@ describe('repositories: owner scoping', () => {
   });
 
   describe('ThreadsRepository and MessagesRepository', () => {
+    it('pages a thread of more than nine rows newest first, each page in order (places are numbers, not text)', async () => {
+      const threadId = uid('thread');
+      await t.app.get(ThreadsRepository).insert({ id: threadId, resourceId: owner });
+      const messages = Array.from({ length: 12 }, (_, i) => ({
+        id: `m${i + 1}`,
+        role: 'user' as const,
+        content: `message ${i + 1}`,
+      }));
+      const rows = placeMessages(threadId, messages).rows;
+      await db((c) =>
+        c.query(
+          `INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+           SELECT r.id, $1, r.content, r.role, 'v2', now() + r.n * interval '1 millisecond', $2
+             FROM jsonb_to_recordset($3::jsonb) AS r(id text, content text, role text, n int)`,
+          [threadId, owner, JSON.stringify(rows.map((r, n) => ({ ...r, n })))],
+        ),
+      );
+      const list = t.app.get(MessagesRepository);
+      const latest = await list.list(threadId, owner, { limit: 5 });
+      expect(latest.flatMap(messagesOf).map((m) => m.id)).toEqual(['m8', 'm9', 'm10', 'm11', 'm12']);
+      const before = await list.list(threadId, owner, { limit: 5, before: latest[0].position });
+      expect(before.flatMap(messagesOf).map((m) => m.id)).toEqual(['m3', 'm4', 'm5', 'm6', 'm7']);
+    });
+
     it("another owner's thread and messages are neither read nor written", async () => {
       const threads = t.app.get(ThreadsRepository);
       const messages = t.app.get(MessagesRepository);
       const threadId = uid('thread');
       await threads.insert({ id: threadId, resourceId: owner });
-      const body = { id: 'm1', role: 'tool', toolCallId: 'c1', content: 'Paris' };
+      const call = { id: 'c1', type: 'function' as const, function: { name: 'weather', arguments: '{}' } };
+      const asked = { id: 'm1', role: 'assistant' as const, toolCalls: [call] };
+      const [row] = placeMessages(threadId, [asked]).rows;
       await db((c) =>
         c.query(
-          `INSERT INTO messages (thread_id, id, position, role, body) VALUES ($1, 'm1', 1, 'tool', $2::jsonb)`,
-          [threadId, JSON.stringify(body)],
+          `INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+           VALUES ($1, $2, $3, 'assistant', 'v2', now(), $4)`,
+          [row.id, threadId, row.content, owner],
         ),
       );
 
@@ -217,11 +245,11 @@ describe('repositories: owner scoping', () => {
       await threads.setTitleIfNone(threadId, other, 'stolen');
       expect(await threads.delete(threadId, other)).toBe(false);
       expect(await messages.list(threadId, other, { limit: 10 })).toEqual([]);
-      expect(await messages.toolResults(threadId, other, ['c1'])).toEqual([]);
+      expect(await messages.callers(threadId, other, ['c1'])).toEqual([]);
 
       expect(await threads.find(threadId, owner)).toMatchObject({ id: threadId, title: null });
-      expect((await messages.list(threadId, owner, { limit: 10 })).map((m) => m.body)).toEqual([body]);
-      expect(await messages.toolResults(threadId, owner, ['c1'])).toHaveLength(1);
+      expect((await messages.list(threadId, owner, { limit: 10 })).flatMap(messagesOf)).toEqual([asked]);
+      expect(await messages.callers(threadId, owner, ['c1'])).toHaveLength(1);
       expect(await threads.delete(threadId, owner)).toBe(true);
     });
   });

@@ -9,9 +9,9 @@ const BY_KEY: Record<string, string[]> = {
   runs: ['runs_pkey', 'runs_id_attempt_key'],
   run_events: ['run_events_pkey'],
   run_tool_calls: ['run_tool_calls_pkey'],
-  threads: ['threads_pkey'],
-  // A thread's messages: every index of the table leads with thread_id.
-  messages: ['messages_pkey', 'messages_thread_id_position_key', 'messages_tool_result_idx'],
+  mastra_threads: ['mastra_threads_pkey'],
+  // A thread's messages: by their ids, or by the index that leads with thread_id.
+  mastra_messages: ['mastra_messages_pkey', 'mastra_messages_thread_id_createdat_idx'],
 };
 /**
  * The claim's budget check: the owner's runs that ended within the window, an index-only range read
@@ -91,16 +91,20 @@ describe('per-run statements find their rows by primary key whatever the plan', 
     // Renewals every 2 s and checkpoints every second, so a run of a few seconds sends both.
     t = await startApp({ DATABASE_URL: url.toString(), RUN_LEASE_MS: '6000' });
     await sql(async (c) => {
-      for (const table of ['runs', 'run_events', 'run_tool_calls'])
+      for (const table of ['runs', 'run_events', 'run_tool_calls', 'mastra_messages', 'mastra_threads'])
         await c.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
       await c.query(
-        `INSERT INTO threads (id, resource_id, agent_id) SELECT 'plans-thread-' || g, $1, 'assistant' FROM generate_series(1, 1000) g`,
+        `INSERT INTO mastra_threads (id, "resourceId", io_bridge_agent_id, title, metadata, "createdAt", "updatedAt",
+                                     "createdAtZ", "updatedAtZ")
+         SELECT 'plans-thread-' || g, $1, 'assistant', '', '{}', now(), now(), now(), now() FROM generate_series(1, 1000) g`,
         [OWNER],
       );
       await c.query(
-        `INSERT INTO messages (thread_id, id, position, role, body)
-         SELECT 'plans-thread-' || (g % 1000 + 1), 'plans-msg-' || g, g, 'user', '{}'::jsonb FROM generate_series(1, $1::int) g`,
-        [ENDED_RUNS],
+        `INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "createdAtZ", "resourceId")
+         SELECT 'plans-msg-' || g, 'plans-thread-' || (g % 1000 + 1), '{"format":2,"parts":[]}', 'user', 'v2',
+                now() + g * interval '1 millisecond', now() + g * interval '1 millisecond', $2
+           FROM generate_series(1, $1::int) g`,
+        [ENDED_RUNS, OWNER],
       );
       await c.query(
         `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless)

@@ -396,7 +396,7 @@ describe('threads and messages', () => {
     const frames = await live.done;
     expect(frames.at(-1)!.event).toMatchObject({ type: 'RUN_ERROR', code: 'CANCELLED' });
     const left = await db((c) =>
-      c.query('SELECT count(*)::int AS n FROM messages WHERE thread_id = $1', [threadId]),
+      c.query('SELECT count(*)::int AS n FROM mastra_messages WHERE thread_id = $1', [threadId]),
     );
     expect(left.rows[0].n).toBe(0);
   });

@@ -1,4 +1,4 @@
-import { db, runRowWhen } from '../support/app';
+import { db, runRowWhen, storedMessages } from '../support/app';
 import { BuiltService, startBuiltService } from '../support/built-service';
 import { OpenAiServer, Reply, startOpenAiServer } from '../support/openai-server';
 import { PICK, postResult, rejoin } from '../support/durable';
@@ -156,10 +156,8 @@ describe('a continued run carries what its earlier attempt spent and was answere
     const told = server.requests.at(-1)!.messages.find((m) => m.role === 'tool');
     expect(told).toMatchObject({ tool_call_id: 'call_note_1' });
     expect(String(told!.content)).toContain('"published":true');
-    const { rows } = await db((q) =>
-      q.query('SELECT role, body FROM messages WHERE thread_id = $1 ORDER BY position', [threadId]),
-    );
-    expect(rows.map((r: { role: string }) => r.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    expect(rows[2].body.toolCallId).toBe('call_note_1');
+    const rows = await db((q) => storedMessages(q, threadId));
+    expect(rows.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(rows[2].toolCallId).toBe('call_note_1');
   }, 120_000);
 });

@@ -2,6 +2,7 @@ import { BuiltService, startBuiltService } from '../support/built-service';
 import { db, eventually, runRow, startApp, TestApp } from '../support/app';
 import { Frame, memoryOf, openRun, postRun, readRun, shownText, uid } from '../support/sse';
 import { assertStreamRules } from '../support/stream-rules';
+import { messagesOf, Placed } from '../../src/threads/mastra-rows';
 
 /** The built service in a child process (so it can be SIGKILLed), ready to take requests. */
 // RUN_MAX_ATTEMPTS=1: these replicas never continue a run (durable-runs.e2e-spec.ts covers that): it ends INTERRUPTED.
@@ -85,8 +86,10 @@ describe('a replica that dies mid-run', () => {
     const messageId = live.frames.find((f) => f.event.type === 'TEXT_MESSAGE_START')!.event.messageId;
     await eventually(async () => {
       const { rows } = await db((c) => c.query('SELECT checkpoint FROM runs WHERE id = $1', [input.runId]));
-      const saved = rows[0]?.checkpoint as Array<{ id: string; content?: unknown }> | null | undefined;
-      return saved?.some((m) => m.id === messageId && m.content === shown) ? true : undefined;
+      // The checkpoint holds what was shown placed into the thread's rows (mastra-rows.ts).
+      const saved = rows[0]?.checkpoint as Placed | null | undefined;
+      const messages = (saved?.rows ?? []).flatMap((row) => messagesOf({ ...row, createdAt: new Date() }));
+      return messages.some((m) => m.id === messageId && m.content === shown) ? true : undefined;
     });
     child.kill();
     await live.done.catch(() => undefined);

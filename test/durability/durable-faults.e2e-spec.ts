@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { db, eventually } from '../support/app';
+import { db, eventually, storedMessages } from '../support/app';
 import { BuiltService, startBuiltService } from '../support/built-service';
 import { checkRawLog, rawLog, rejoin, turn, verified, words } from '../support/durable';
 import { Frame, openRun, parseFrames, uid } from '../support/sse';
@@ -33,13 +33,8 @@ function lastAnswer(frames: Frame[]): { messageId: string; text: string } {
 
 /** The assistant messages stored in the thread: the answer once, under the id streamed last. */
 async function expectStoredOnce(threadId: string, streamed: { messageId: string; text: string }) {
-  const { rows } = await db((c) =>
-    c.query<{ id: string; body: { content: unknown } }>(
-      `SELECT id, body FROM messages WHERE thread_id = $1 AND role = 'assistant' ORDER BY position`,
-      [threadId],
-    ),
-  );
-  expect(rows.map((r) => ({ id: r.id, content: r.body.content }))).toEqual([
+  const rows = (await db((c) => storedMessages(c, threadId))).filter((m) => m.role === 'assistant');
+  expect(rows.map((m) => ({ id: m.id, content: m.content }))).toEqual([
     { id: streamed.messageId, content: streamed.text },
   ]);
 }

@@ -1,4 +1,4 @@
-import { db, eventually, runRowWhen } from '../support/app';
+import { db, eventually, runRowWhen, storedMessages } from '../support/app';
 import { BuiltService, startBuiltService } from '../support/built-service';
 import { checkRawLog, followRun, PICK, postResult, rejoin, turn, verified, words } from '../support/durable';
 import { openRun, parseFrames, uid } from '../support/sse';
@@ -15,13 +15,8 @@ const env = (extra: Record<string, string> = {}) => ({
 
 /** The thread's stored messages (role and text), in order. */
 const stored = (threadId: string) =>
-  db((c) =>
-    c.query('SELECT id, role, body FROM messages WHERE thread_id = $1 ORDER BY position', [threadId]),
-  ).then((r) =>
-    r.rows.map((m: { id: string; role: string; body: { content?: unknown } }) => ({
-      ...m,
-      content: m.body.content,
-    })),
+  db((c) => storedMessages(c, threadId)).then((messages) =>
+    messages.map((m) => ({ id: m.id, role: m.role, body: m, content: m.content })),
   );
 
 /** A run on `a` that calls the frontend tool `pick`, once its replica parked it. */
@@ -201,8 +196,9 @@ describe('runs that outlive their replica (3 instances, one database)', () => {
     expect(moved).toBeGreaterThan(0);
     const { rows } = await db((q) =>
       q.query(
-        `SELECT r.status, r.error_code, count(m.*)::int AS messages, count(DISTINCT m.body->>'content')::int AS texts
-           FROM runs r LEFT JOIN messages m ON m.thread_id = r.thread_id
+        `SELECT r.status, r.error_code, count(m.*)::int AS messages,
+                count(DISTINCT m.content::jsonb->'metadata'->'agui'->0->>'content')::int AS texts
+           FROM runs r LEFT JOIN mastra_messages m ON m.thread_id = r.thread_id
           WHERE r.id = ANY($1) GROUP BY r.id, r.status, r.error_code`,
         [inputs.map((i) => i.runId)],
       ),

@@ -1,5 +1,6 @@
 import { LapsedRunsRepository } from '../../src/runs/storage/lapsed-runs.repository';
-import { db, startApp, TestApp } from '../support/app';
+import { placeMessages } from '../../src/threads/mastra-rows';
+import { db, startApp, storedMessages, TestApp } from '../support/app';
 import { memoryOf, openRun, runInput, runToFrames, shownText, types, uid } from '../support/sse';
 
 /** docs/protocol.md#the-run-request: memory decides persistence; a run that names none is stateless. */
@@ -28,10 +29,12 @@ describe('memory decides persistence', () => {
     });
   const stored = async (threadId: string) =>
     db(async (c) => ({
-      threads: (await c.query('SELECT id, agent_id FROM threads WHERE id = $1', [threadId])).rows,
-      messages: (
-        await c.query('SELECT id, role FROM messages WHERE thread_id = $1 ORDER BY position', [threadId])
+      threads: (
+        await c.query('SELECT id, io_bridge_agent_id AS agent_id FROM mastra_threads WHERE id = $1', [
+          threadId,
+        ])
       ).rows,
+      messages: (await storedMessages(c, threadId)).map((m) => ({ id: m.id, role: m.role })),
     }));
   const listed = async (query = '', owner = 'alice', app = t) =>
     (
@@ -154,10 +157,8 @@ describe('memory decides persistence', () => {
     expect(types(await first.done).at(-1)).toBe('RUN_FINISHED');
     expect(types(await second.done).at(-1)).toBe('RUN_FINISHED');
     // Only the stored run's messages are in the thread; the stateless runs added none at their end.
-    const messages = await db((c) =>
-      c.query('SELECT role, body FROM messages WHERE thread_id = $1 ORDER BY position', [threadId]),
-    );
-    expect(messages.rows.map((m) => m.body.content)).toEqual(['kept', 'You said: kept']);
+    const messages = await db((c) => storedMessages(c, threadId));
+    expect(messages.map((m) => m.content)).toEqual(['kept', 'You said: kept']);
   });
 
   it('the reaper keeps nothing of a lapsed stateless run, even when a thread of that id exists', async () => {
@@ -167,7 +168,11 @@ describe('memory decides persistence', () => {
       c.query(
         `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless, checkpoint)
          VALUES ($1, $2, 'alice', 'assistant', 'running', now() - interval '1 second', true, $3::jsonb)`,
-        [runId, threadId, JSON.stringify([{ id: uid('cp'), role: 'assistant', content: 'shown' }])],
+        [
+          runId,
+          threadId,
+          JSON.stringify(placeMessages(threadId, [{ id: uid('cp'), role: 'assistant', content: 'shown' }])),
+        ],
       ),
     );
     expect(await t.app.get(LapsedRunsRepository).endLapsed(threadId)).toEqual([runId]);

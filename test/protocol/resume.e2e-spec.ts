@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { RunEventsRepository } from '../../src/runs/storage/run-events.repository';
-import { db, endedRunRow, eventually, runRow, startApp, TestApp } from '../support/app';
+import { db, endedRunRow, eventually, runRow, startApp, storedMessages, TestApp } from '../support/app';
 import { launchChromium } from '../support/chromium';
 import {
   Frame,
@@ -242,13 +242,10 @@ describe('resumable runs (GET /runs/:runId/events)', () => {
     expect(rest.at(-1)!.event.type).toBe('RUN_FINISHED');
     expect(shownText([...first.frames, ...rest])).toBe(`You said: ${WORDS}`);
     expect((await endedRunRow(input.runId)).status).toBe('finished');
-    const stored = await db((c) =>
-      c.query<{ body: { content: string } }>(
-        `SELECT body FROM messages WHERE thread_id = $1 AND role = 'assistant'`,
-        [threadId],
-      ),
-    );
-    expect(stored.rows.map((r) => r.body.content)).toEqual([`You said: ${WORDS}`]);
+    const stored = await db((c) => storedMessages(c, threadId));
+    expect(stored.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual([
+      `You said: ${WORDS}`,
+    ]);
   });
 
   it('a dropped run nobody rejoins is cancelled when its grace ends, and its log ends with RUN_ERROR CANCELLED', async () => {

@@ -2,6 +2,8 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Client } from 'pg';
 import { createApp } from '../../src/app.factory';
 import { loadConfig } from '../../src/config/config';
+import { messagesOf } from '../../src/threads/mastra-rows';
+import type { StoredMessage } from '../../src/threads/message-format';
 import { serviceLogs } from './log-sink';
 
 export type TestApp = {
@@ -37,6 +39,24 @@ export async function db<T>(fn: (client: Client) => Promise<T>): Promise<T> {
   } finally {
     await client.end();
   }
+}
+
+/** The messages a thread stores, in order: its rows in Mastra's memory, read as io-bridge reads them. */
+export async function storedMessages(client: Client, threadId: string): Promise<StoredMessage[]> {
+  const { rows } = await client.query(
+    `SELECT id, role, content, COALESCE("createdAtZ", "createdAt" AT TIME ZONE 'UTC') AS "createdAt"
+       FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt", id`,
+    [threadId],
+  );
+  return rows.flatMap(messagesOf);
+}
+
+/** A thread's title as stored (none: undefined). */
+export async function storedTitle(client: Client, threadId: string): Promise<string | undefined> {
+  const { rows } = await client.query(`SELECT NULLIF(title, '') AS title FROM mastra_threads WHERE id = $1`, [
+    threadId,
+  ]);
+  return rows[0]?.title ?? undefined;
 }
 
 /** Polls `probe` until it returns a value, failing after `timeoutMs`: for effects that land after a response ends. */

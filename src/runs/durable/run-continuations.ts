@@ -55,16 +55,13 @@ export class RunContinuations {
       prepared.attempt = run.attempt;
       if (run.input.budget) prepared.budget = run.input.budget;
       const carried = run.progress ?? [];
-      // An agent with a memory of its own recalls the thread itself: it gets the run's own messages.
+      // An agent with a memory of its own recalls the thread itself (the run's messages its claim stored
+      // among them): it gets the messages of the completed steps.
       const recalled = prepared.agent.ownMemory && !run.stateless && !prepared.readOnly;
-      const thread = run.stateless
-        ? []
-        : await this.lapsed.history(
-            run.threadId,
-            run.resourceId,
-            prepared.lastMessages,
-            recalled ? run.id : undefined,
-          );
+      const thread =
+        run.stateless || recalled
+          ? []
+          : await this.lapsed.history(run.threadId, run.resourceId, prepared.lastMessages);
       const known = new Set(thread.map((m) => m.id));
       const closing: AguiEvent[] = [];
       const log = await readStoredLog(run, this.events, (event) => closing.push(event));

@@ -6,6 +6,7 @@ import { addUsage, spentSoFar, TokenUsage, tokensOf } from '../../protocol/usage
 import type { ModelCallObserver } from '../../agents/model-calls';
 import { MessageCollector } from '../../threads/message-collector';
 import { StoredMessage } from '../../threads/message-format';
+import { placeMessages } from '../../threads/mastra-rows';
 import type { AnsweredInterrupt } from '../storage/interrupts.repository';
 import { resumedResults } from '../tools/resumed-approvals';
 import type { RunToolCalls } from '../tools/run-tool-calls';
@@ -184,7 +185,9 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   /** LeaseHolder: what to keep if this instance dies now, and what to continue from elsewhere. */
   checkpoint(): Checkpoint {
     return {
-      messages: this.stores ? this.produced(this.collector.openTextIds()) : undefined,
+      messages: this.stores
+        ? placeMessages(this.prepared.threadId, this.produced(this.collector.openTextIds()))
+        : undefined,
       steps: this.steps,
     };
   }

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import type { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { spentSoFar, TokenUsage } from '../../protocol/usage';
+import type { Placed } from '../../threads/mastra-rows';
 import { StoredMessage } from '../../threads/message-format';
 import { HeldRun, RunsRepository, SavedCheckpoint } from '../storage/runs.repository';
 
@@ -28,12 +29,12 @@ export interface LeaseHolder {
 }
 
 /**
- * A run's checkpoint: `messages`, what it showed (kept in its thread if it ends INTERRUPTED;
+ * A run's checkpoint: `messages`, what it showed, placed into rows (kept in its thread if it ends INTERRUPTED;
  * undefined for a run that stores nothing); `steps`, its completed steps and the messages up to the
  * end of the last, and the tokens spent up to it (another replica continues from there).
  */
 export type Checkpoint = {
-  messages?: StoredMessage[];
+  messages?: Placed;
   steps?: { count: number; messages: StoredMessage[]; usage?: TokenUsage[] };
 };
 
@@ -214,13 +215,13 @@ export class RunLeases implements OnApplicationBootstrap, OnModuleDestroy {
       // Progress only when a step completed since: it does not change in between.
       const progress = steps && steps.count > held.stepsWritten ? steps.messages : undefined;
       // Nothing to keep yet: no write.
-      if (!messages?.length && !progress) held.written = shown;
+      if (!messages?.slots && !progress) held.written = shown;
       else {
         checkpoints.push({
           id: runId,
           resourceId: held.holder.resourceId,
           attempt: held.holder.attempt,
-          ...(messages?.length ? { messages } : {}),
+          ...(messages?.slots ? { messages } : {}),
           ...(progress ? { progress, ...spentSoFar(steps?.usage) } : {}),
         });
         due.push([runId, held, shown, steps?.count ?? 0]);

@@ -5,6 +5,7 @@ import { RUN_CALLER_KEY, RUN_CONTEXT_KEY, RunCaller, RunToolContext } from '../.
 import { bearerTokenOf } from '../../auth/principal';
 import { linearTimeSchema } from '../../common/json-schema';
 import { aguiToModelMessages } from '../../threads/agui-to-model';
+import { dbMessageOf, placeMessages } from '../../threads/mastra-rows';
 import { StoredMessage } from '../../threads/message-format';
 import { estimateTokens, fitToContext } from './context-window';
 import { PreparedRun } from './run-preparer';
@@ -35,11 +36,15 @@ export function agentCallOf(
   span: Span | undefined,
 ): { messages: unknown; call: AgentCall } {
   const aliases = run.aliases;
+  const fitted = fittedHistory(run, history, log, span);
   return {
-    messages: aguiToModelMessages(
-      fittedHistory(run, history, log, span),
-      aliases.empty ? undefined : (name) => aliases.model(name),
-    ),
+    // An agent with a Mastra memory gets its new messages as the rows the thread stores them in (by
+    // id: Mastra takes each once, whether it recalls it too or not); any other, model messages.
+    messages: remembers(run)
+      ? placeMessages(run.threadId, fitted).rows.map((row) =>
+          dbMessageOf(row, { threadId: run.threadId, resourceId: run.principal.resourceId }, new Date()),
+        )
+      : aguiToModelMessages(fitted, aliases.empty ? undefined : (name) => aliases.model(name)),
     call: {
       options: {
         maxSteps: run.maxSteps,
@@ -91,11 +96,12 @@ export const agentOf = (run: PreparedRun) => (remembers(run) ? run.agent.agent :
 /**
  * The run's thread in the agent's own Mastra memory: the thread and its owner, and what the request
  * asked of the memory (`memoryOptions.lastMessages` within MAX_LAST_MESSAGES, `readOnly`) over the
- * agent's own options.
+ * agent's own options. Its recall reaches past the rows the claim just stored (the run's own input).
  */
 function memoryOf(run: PreparedRun) {
+  const recalled = run.requestedLastMessages ?? run.agent.recalls;
   const options = {
-    ...(run.requestedLastMessages !== undefined ? { lastMessages: run.requestedLastMessages } : {}),
+    ...(typeof recalled === 'number' ? { lastMessages: recalled + (run.storedRows ?? 0) } : {}),
     ...(run.readOnly ? { readOnly: true } : {}),
   };
   return {

@@ -58,6 +58,11 @@ export type PreparedRun = {
   lastMessages: number;
   /** `memoryOptions.lastMessages` as the request gave it (clamped): an agent's own Memory otherwise keeps its own. */
   requestedLastMessages?: number;
+  /**
+   * Rows the run's claim added to the thread of an agent with a Mastra memory: the memory's recall
+   * (`lastMessages`) reaches that many further back, so it still holds as many earlier messages.
+   */
+  storedRows?: number;
   /** Messages handed to the model in one call at most (MODEL_MAX_MESSAGES). */
   modelMaxMessages: number;
   modelSettings: ModelSettings;

@@ -6,10 +6,13 @@ import { DomainError } from '../../common/errors';
 import { Semaphore } from '../../common/semaphore';
 import type { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
-import { isUniqueViolation } from '../../database/database-errors';
 import { queryPrepared } from '../../database/prepared';
+import { MastraRow } from '../../threads/mastra-format';
 import { StoredMessage } from '../../threads/message-format';
-import { MASTRA_HOLDS_THREAD, ThreadsRepository } from '../../threads/threads.repository';
+import { messagesOf, placeMessages, rowId } from '../../threads/mastra-rows';
+import { clockAfter, storePlacedRows } from '../../threads/store-rows';
+import { MessagesRepository } from '../../threads/messages.repository';
+import { ThreadsRepository } from '../../threads/threads.repository';
 import { TokenUsage, tokensOf } from '../../protocol/usage';
 import { frame } from '../events/frames';
 import { runStarted } from '../events/run-lifecycle';
@@ -31,8 +34,8 @@ export type ClaimRun = {
   readOnly: boolean;
   /**
    * The request names memory (or the operator stores every run): the thread is created when missing.
-   * Otherwise the run is stored only when `threadId` is already a thread of the owner (in
-   * io-bridge's tables, or in Mastra's memory).
+   * Otherwise the run is stored only when `threadId` is already a thread of the owner (whoever
+   * wrote it: docs/protocol.md#where-threads-live).
    */
   memory: boolean;
   /** The configured token budget per owner (TOKEN_BUDGET_PER_OWNER; null: none) and its window, unless the owner has one of its own. */
@@ -48,6 +51,9 @@ export type ClaimRun = {
 
 /** An owner's token budget at a claim: its size, and what its ended runs spent in the window. */
 export type Budget = { tokens: number; spent: number };
+
+/** A row of the thread's history as the claim reads it (its time as JSON text). */
+type HistoryRow = Omit<MastraRow, 'createdAt'> & { createdAt: string };
 
 /**
  * What a claimed run works with: the messages the model sees, whether the run is part of a thread,
@@ -67,7 +73,7 @@ export type EndRun = {
 
 /**
  * A conversation on the server: the statements of a run's life that write several tables at once
- * (runs, threads, messages, run_tool_calls), each one statement (one round trip, atomic). They live
+ * (runs, threads and messages in Mastra's memory tables, run_tool_calls), each one statement (one round trip, atomic). They live
  * here, not split over the tables' repositories (RunsRepository, ThreadsRepository,
  * MessagesRepository, ToolCallsRepository), because splitting them would cost round trips and
  * atomicity on every run; every other statement is in the repository of its table.
@@ -90,6 +96,7 @@ export class ConversationStore {
     @Inject(APP_CONFIG) config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
     private readonly threads: ThreadsRepository,
+    private readonly messages: MessagesRepository,
     private readonly runs: RunsRepository,
     private readonly lapsed: LapsedRunsRepository,
   ) {
@@ -117,33 +124,17 @@ export class ConversationStore {
 
   private async claimOrReap(run: ClaimRun): Promise<Claimed> {
     try {
-      return await this.claimSettled(run);
+      return await this.claimOnce(run);
     } catch (err) {
       // A run whose instance died holds the thread until its lease lapses: end it, then try once more.
       if (!(err instanceof DomainError && err.code === 'THREAD_BUSY')) throw err;
       if (!(await this.lapsed.endLapsed(run.threadId)).length) throw err;
-      return this.claimSettled(run);
-    }
-  }
-
-  /**
-   * Two statements appending to one thread at once (a claim beside another claim, or beside the end
-   * of the run it follows) may both pick the next position: the one that loses tries again, and when
-   * it loses three times the thread is busy. Never the raw key violation (a 500).
-   */
-  private async claimSettled(run: ClaimRun): Promise<Claimed> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.claimOnce(run);
-      } catch (err) {
-        if (!isUniqueViolation(err, 'messages_thread_id_position_key')) throw err;
-        if (attempt === 3)
-          throw new DomainError('THREAD_BUSY', `Thread '${run.threadId}' has a run in progress`);
-      }
+      return this.claimOnce(run);
     }
   }
 
   private async claimOnce(run: ClaimRun): Promise<Claimed> {
+    const placed = placeMessages(run.threadId, run.incoming);
     const log: Chunk = {
       first: 1,
       last: 1,
@@ -151,8 +142,8 @@ export class ConversationStore {
       terminal: false,
     };
     let rows: Array<{
-      kind: 'q' | 'r' | 'h' | 's' | 'b';
-      body: StoredMessage | string | boolean | { tokens: string; spent: string; retryMs: number | null };
+      kind: 'q' | 'r' | 'h' | 's' | 'd' | 'b';
+      body: HistoryRow | string | boolean | { tokens: string; spent: string; retryMs: number | null };
     }>;
     try {
       rows = await queryPrepared(
@@ -178,15 +169,18 @@ export class ConversationStore {
               AND (mine.ticket IS NULL OR q.urgent > mine.urgent OR (q.urgent = mine.urgent AND q.ticket < mine.ticket))
             LIMIT 1),
          thread AS (
-           INSERT INTO threads (id, resource_id, agent_id, title, messages_in_mastra)
-           SELECT $1, $2, $3, $4, ${MASTRA_HOLDS_THREAD}
-            WHERE ($11::boolean OR EXISTS (SELECT 1 FROM threads WHERE id = $1 AND resource_id = $2)
-                   OR ${MASTRA_HOLDS_THREAD})
+           INSERT INTO mastra_threads (id, "resourceId", io_bridge_agent_id, title, metadata, "createdAt", "updatedAt",
+                                       "createdAtZ", "updatedAtZ", io_bridge_last_message_at)
+           SELECT $1, $2, $3, COALESCE($4, ''), '{}'::jsonb, now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC', now(), now(),
+                  ${clockAfter('NULL::timestamptz', '$7::int')}
+            WHERE ($11::boolean OR EXISTS (SELECT 1 FROM mastra_threads WHERE id = $1 AND "resourceId" = $2))
               AND NOT EXISTS (SELECT 1 FROM over)
-           ON CONFLICT (id) DO UPDATE SET updated_at = now(), title = COALESCE(threads.title, EXCLUDED.title),
-                  agent_id = COALESCE(threads.agent_id, EXCLUDED.agent_id)
-             WHERE threads.resource_id = EXCLUDED.resource_id
-           RETURNING id),
+           ON CONFLICT (id) DO UPDATE SET "updatedAt" = now() AT TIME ZONE 'UTC', "updatedAtZ" = now(),
+                  title = CASE WHEN mastra_threads.title = '' THEN EXCLUDED.title ELSE mastra_threads.title END,
+                  io_bridge_agent_id = COALESCE(mastra_threads.io_bridge_agent_id, EXCLUDED.io_bridge_agent_id),
+                  io_bridge_last_message_at = ${clockAfter('mastra_threads.io_bridge_last_message_at', '$7::int')}
+             WHERE mastra_threads."resourceId" = EXCLUDED."resourceId"
+           RETURNING id, io_bridge_last_message_at AS last),
          run AS (
            INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, stateless, input)
            SELECT $5, $1, $2, $3, 'running', now() + $6 * interval '1 millisecond', NOT EXISTS (SELECT 1 FROM thread),
@@ -199,27 +193,26 @@ export class ConversationStore {
               AND NOT (EXISTS (SELECT 1 FROM thread) AND EXISTS (SELECT 1 FROM ahead))
            RETURNING id, stateless),
          logged AS (INSERT INTO run_events (run_id, first_seq, last_seq, frames) SELECT id, 1, 1, $16 FROM run),
-         stored AS (
-           SELECT m.id FROM messages m
-            WHERE m.thread_id = $1 AND m.id = ANY($7::text[]) AND EXISTS (SELECT 1 FROM thread)),
+         -- The incoming messages, placed (read-only: nothing written, what is stored is still known).
+         src AS (
+           SELECT t.id AS thread_id, $2::text AS resource_id, $9::jsonb AS placed, t.last,
+                  (NOT $10::boolean AND EXISTS (SELECT 1 FROM run)) AS write
+             FROM thread t),
+         ${storePlacedRows('src', 'm_')},
          history AS (
-           SELECT m.body, m.position FROM messages m WHERE m.thread_id = $1 AND EXISTS (SELECT 1 FROM thread)
-            ORDER BY m.position DESC LIMIT $8),
-         base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id = $1),
-         fresh AS (
-           SELECT x.m, row_number() OVER (ORDER BY x.ord) AS n
-             FROM jsonb_array_elements($9::jsonb) WITH ORDINALITY AS x(m, ord)
-            WHERE NOT EXISTS (SELECT 1 FROM stored s WHERE s.id = x.m->>'id')),
-         appended AS (
-           INSERT INTO messages (thread_id, id, position, role, body, run_id)
-           SELECT $1, f.m->>'id', base.last + f.n, f.m->>'role', f.m, $5 FROM fresh f, base
-            WHERE NOT $10::boolean AND EXISTS (SELECT 1 FROM run) AND EXISTS (SELECT 1 FROM thread)
-           ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
+           SELECT m.id, m.role, m.content, COALESCE(m."createdAtZ", m."createdAt" AT TIME ZONE 'UTC') AS at,
+                  m."createdAt" AS created
+             FROM mastra_messages m WHERE m.thread_id = $1 AND EXISTS (SELECT 1 FROM thread)
+            ORDER BY m."createdAt" DESC, m.id DESC LIMIT $8)
          SELECT 'q' AS kind, jsonb_build_object('tokens', tokens, 'spent', spent, 'retryMs', retry_ms) AS body,
                 NULL::bigint AS position FROM quota
          UNION ALL SELECT 'r', to_jsonb(stateless), NULL FROM run
-         UNION ALL SELECT 'h', body, position FROM history
-         UNION ALL SELECT 's', to_jsonb(id), NULL FROM stored
+         UNION ALL SELECT 'h', jsonb_build_object('id', id, 'role', role, 'content', content, 'createdAt', at),
+                          row_number() OVER (ORDER BY created, id) FROM history
+         UNION ALL SELECT 's', to_jsonb(id), NULL FROM m_existing
+         UNION ALL SELECT 'd', a.answer->'message'->'id', NULL
+                     FROM m_answers a JOIN m_holders h ON h.thread_id = a.thread_id AND h.call = a.answer->>'toolCallId'
+                    WHERE h.done
          UNION ALL SELECT 'b', 'true'::jsonb, NULL FROM ahead WHERE EXISTS (SELECT 1 FROM thread)
          ORDER BY kind, position`,
         [
@@ -229,9 +222,9 @@ export class ConversationStore {
           run.title ?? null,
           run.runId,
           run.leaseMs,
-          run.incoming.map((m) => m.id),
+          placed.slots,
           run.lastMessages,
-          JSON.stringify(run.incoming),
+          JSON.stringify(placed),
           run.readOnly,
           run.memory,
           run.budget?.tokens ?? null,
@@ -265,10 +258,18 @@ export class ConversationStore {
       throw new DomainError('THREAD_BUSY', `Thread '${run.threadId}' has runs waiting for it`);
     const claimed = rows.find((r) => r.kind === 'r');
     if (!claimed) throw new DomainError('NOT_FOUND', `Thread '${run.threadId}' not found`);
-    const history = rows.filter((r) => r.kind === 'h').map((r) => r.body as StoredMessage);
+    const history = rows
+      .filter((r) => r.kind === 'h')
+      .flatMap((r) =>
+        messagesOf({ ...(r.body as HistoryRow), createdAt: new Date((r.body as HistoryRow).createdAt) }),
+      );
     const stored = new Set(rows.filter((r) => r.kind === 's').map((r) => r.body as string));
+    const answered = new Set(rows.filter((r) => r.kind === 'd').map((r) => r.body as string));
+    // A message is new unless its row is stored, or (a tool result) the row of its call holds it.
+    const isNew = (m: StoredMessage) =>
+      !stored.has(rowId(run.threadId, m.id)) && !(m.role === 'tool' && answered.has(m.id));
     return {
-      history: [...history, ...run.incoming.filter((m) => !stored.has(m.id))],
+      history: [...history, ...run.incoming.filter(isNew)],
       stateless: claimed.body === true,
       ...(budget ? { budget } : {}),
       log,
@@ -277,15 +278,11 @@ export class ConversationStore {
 
   /** The thread's stored assistant messages that made these tool calls, in the thread's order. */
   async callersOf(threadId: string, resourceId: string, toolCallIds: string[]): Promise<StoredMessage[]> {
-    if (!toolCallIds.length) return [];
-    const rows = await this.db.query<Array<{ body: StoredMessage }>>(
-      `SELECT m.body FROM messages m JOIN threads t ON t.id = m.thread_id
-        WHERE m.thread_id = $1 AND t.resource_id = $2 AND m.role = 'assistant'
-          AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.body->'toolCalls') c WHERE c->>'id' = ANY($3::text[]))
-        ORDER BY m.position`,
-      [threadId, resourceId, toolCallIds],
-    );
-    return rows.map((r) => r.body);
+    const rows = await this.messages.callers(threadId, resourceId, toolCallIds);
+    const wanted = new Set(toolCallIds);
+    return rows
+      .flatMap(messagesOf)
+      .filter((m) => m.role === 'assistant' && m.toolCalls?.some((call) => wanted.has(call.id)));
   }
 
   /** A call made for the run after its end (the thread's title): the run's usage, and the tokens its budget counts, grow. */
@@ -309,10 +306,11 @@ export class ConversationStore {
    * the run's slot): a claim of the next run waits for this end instead of deadlocking with it.
    */
   async endRun(run: EndRun): Promise<void> {
+    const placed = placeMessages(run.threadId, run.produced);
     await queryPrepared(
       this.db,
       'io-bridge.end-run',
-      `WITH locked AS (SELECT id FROM threads WHERE id = $6 AND resource_id = $2 FOR UPDATE),
+      `WITH locked AS (SELECT id FROM mastra_threads WHERE id = $6 AND "resourceId" = $2 FOR UPDATE),
        ended AS (
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
                 checkpoint = NULL, input = NULL, progress = NULL, usage = $8::jsonb, tokens = $9
@@ -320,16 +318,14 @@ export class ConversationStore {
           RETURNING id, stateless),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'),
-       owned AS (SELECT id FROM locked WHERE EXISTS (SELECT 1 FROM ended WHERE NOT stateless)),
-       base AS (SELECT COALESCE(max(position), 0) AS last FROM messages WHERE thread_id IN (SELECT id FROM owned)),
-       appended AS (
-         INSERT INTO messages (thread_id, id, position, role, body, run_id)
-         SELECT $6, x.m->>'id', base.last + x.ord, x.m->>'role', x.m, $1
-           FROM jsonb_array_elements($7::jsonb) WITH ORDINALITY AS x(m, ord), base
-          WHERE EXISTS (SELECT 1 FROM owned) AND EXISTS (SELECT 1 FROM ended)
-         ON CONFLICT (thread_id, id) DO NOTHING RETURNING 1)
-       UPDATE threads SET updated_at = now()
-        WHERE id IN (SELECT id FROM owned) AND EXISTS (SELECT 1 FROM appended)`,
+       clock AS (
+         UPDATE mastra_threads SET io_bridge_last_message_at = ${clockAfter('io_bridge_last_message_at', '$11::int')},
+                "updatedAt" = now() AT TIME ZONE 'UTC', "updatedAtZ" = now()
+          WHERE id IN (SELECT id FROM locked) AND $11::int > 0 AND EXISTS (SELECT 1 FROM ended WHERE NOT stateless)
+          RETURNING id, io_bridge_last_message_at AS last),
+       src AS (SELECT id AS thread_id, $2::text AS resource_id, $7::jsonb AS placed, last, true AS write FROM clock),
+       ${storePlacedRows('src', 'p_')}
+       SELECT count(*) FROM ended`,
       [
         run.runId,
         run.resourceId,
@@ -337,10 +333,11 @@ export class ConversationStore {
         run.end.code ?? null,
         run.end.message ?? null,
         run.threadId,
-        JSON.stringify(run.produced),
+        JSON.stringify(placed),
         run.end.usage ? JSON.stringify(run.end.usage) : null,
         tokensOf(run.end.usage),
         run.attempt,
+        placed.slots,
       ],
     );
   }

@@ -3,7 +3,10 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
+import { MastraRow } from '../../threads/mastra-format';
+import { messagesOf } from '../../threads/mastra-rows';
 import { StoredMessage } from '../../threads/message-format';
+import { clockAfter, storePlacedRows } from '../../threads/store-rows';
 import { spentSoFar, TokenUsage } from '../../protocol/usage';
 import { ACTIVE, unindexed } from './run.entity';
 import { RunEventsRepository } from './run-events.repository';
@@ -113,19 +116,20 @@ export class LapsedRunsRepository {
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM lapsed) AND status <> 'done'),
        owned AS (
-         SELECT l.id, l.thread_id, l.checkpoint FROM lapsed l
-           JOIN threads t ON t.id = l.thread_id AND t.resource_id = l.resource_id
-          WHERE l.checkpoint IS NOT NULL AND NOT l.stateless
+         SELECT l.id, l.thread_id, l.resource_id, l.checkpoint FROM lapsed l
+           JOIN mastra_threads t ON t.id = l.thread_id AND t."resourceId" = l.resource_id
+          WHERE jsonb_typeof(l.checkpoint) = 'object' AND NOT l.stateless
             FOR UPDATE OF t),
-       appended AS (
-         INSERT INTO messages (thread_id, id, position, role, body, run_id)
-         SELECT o.thread_id, x.m->>'id',
-                (SELECT COALESCE(max(position), 0) FROM messages WHERE thread_id = o.thread_id) + x.ord,
-                x.m->>'role', x.m, o.id
-           FROM owned o, jsonb_array_elements(o.checkpoint) WITH ORDINALITY AS x(m, ord)
-         ON CONFLICT (thread_id, id) DO NOTHING RETURNING thread_id),
-       touched AS (
-         UPDATE threads SET updated_at = now() WHERE id IN (SELECT thread_id FROM appended))
+       clock AS (
+         UPDATE mastra_threads t
+            SET io_bridge_last_message_at = ${clockAfter('t.io_bridge_last_message_at', "(o.checkpoint->>'slots')::int")},
+                "updatedAt" = now() AT TIME ZONE 'UTC', "updatedAtZ" = now()
+           FROM owned o WHERE t.id = o.thread_id
+          RETURNING t.id, t.io_bridge_last_message_at AS last),
+       src AS (
+         SELECT o.thread_id, o.resource_id, o.checkpoint AS placed, c.last, true AS write
+           FROM owned o JOIN clock c ON c.id = o.thread_id),
+       ${storePlacedRows('src', 'p_')}
        SELECT 'e' AS kind, jsonb_build_object('id', id, 'threadId', thread_id, 'attempt', attempt) AS body FROM lapsed
        UNION ALL SELECT 'c', jsonb_build_object('id', id, 'threadId', thread_id, 'resourceId', resource_id,
                 'stateless', stateless, 'input', input, 'progress', progress, 'usage', usage, 'attempt', attempt,
@@ -212,25 +216,18 @@ export class LapsedRunsRepository {
     return rows.length > 0;
   }
 
-  /**
-   * The last `lastMessages` messages of the owner's thread, in order: the history a continued run
-   * starts from; with `runId`, only those that run stored (an agent with a memory of its own recalls
-   * the rest).
-   */
-  async history(
-    threadId: string,
-    resourceId: string,
-    lastMessages: number,
-    runId?: string,
-  ): Promise<StoredMessage[]> {
-    const rows: Array<{ body: StoredMessage }> = await this.db.query(
-      `SELECT body FROM (
-         SELECT m.body, m.position FROM messages m JOIN threads t ON t.id = m.thread_id AND t.resource_id = $2
-          WHERE m.thread_id = $1 AND ($4::text IS NULL OR m.run_id = $4)
-          ORDER BY m.position DESC LIMIT $3) AS h
-        ORDER BY position`,
-      [threadId, resourceId, lastMessages, runId ?? null],
+  /** The messages of the last `lastMessages` rows of the owner's thread, in order: the history a continued run starts from. */
+  async history(threadId: string, resourceId: string, lastMessages: number): Promise<StoredMessage[]> {
+    const rows: MastraRow[] = await this.db.query(
+      `SELECT id, role, content, "createdAt" FROM (
+         SELECT m.id, m.role, m.content, COALESCE(m."createdAtZ", m."createdAt" AT TIME ZONE 'UTC') AS "createdAt",
+                m."createdAt" AS created
+           FROM mastra_messages m JOIN mastra_threads t ON t.id = m.thread_id AND t."resourceId" = $2
+          WHERE m.thread_id = $1
+          ORDER BY m."createdAt" DESC, m.id DESC LIMIT $3) AS h
+        ORDER BY created, id`,
+      [threadId, resourceId, lastMessages],
     );
-    return rows.map((r) => r.body);
+    return rows.flatMap(messagesOf);
   }
 }

@@ -5,17 +5,18 @@ import { ANY_OWNER, OwnerScope } from '../../auth/principal';
 import { DomainError } from '../../common/errors';
 import { isUniqueViolation } from '../../database/database-errors';
 import { LeaseConnection } from '../../database/lease-connection';
+import type { Placed } from '../../threads/mastra-rows';
 import { StoredMessage } from '../../threads/message-format';
 import type { TokenUsage } from '../../protocol/usage';
 import { ACTIVE, Run, RunStatus, unindexed } from './run.entity';
 
 /**
- * What a checkpoint writes of a run: `messages`, what it showed; `progress`, the messages up to its
+ * What a checkpoint writes of a run: `messages`, what it showed (placed into its thread's rows); `progress`, the messages up to its
  * last completed step, with the tokens spent up to it (`usage`, `tokens`: its record and its owner's
  * budget count them even if no replica can end it).
  */
 export type SavedCheckpoint = {
-  messages?: StoredMessage[];
+  messages?: Placed;
   progress?: StoredMessage[];
   usage?: TokenUsage[];
   tokens?: number;
