@@ -165,6 +165,10 @@ describe('migration OneThreadStore1764693100000 on a database of the schema befo
     );
     // E: io-bridge's only, no title, no messages.
     await oldThread('thread-e', 'alice', null, {}, '2025-01-05T09:00:00Z');
+    // F: both held it, but only Mastra's memory has messages of it.
+    await oldThread('thread-f', 'alice', null, {}, '2025-01-06T09:00:00Z');
+    await mastraThread('thread-f', 'alice', '', {}, '2025-01-06T09:00:00Z');
+    await mastraRow('mastra-f1', 'thread-f', 'alice', 'user', 'Only in Mastra', '2025-01-06T10:00:01Z');
 
     expect(await migrate(migrations)).toEqual(['OneThreadStore1764693100000']);
   });
@@ -306,9 +310,20 @@ describe('migration OneThreadStore1764693100000 on a database of the schema befo
       `SELECT (SELECT count(*)::int FROM threads_before_mastra) AS threads,
               (SELECT count(*)::int FROM messages_before_mastra) AS messages`,
     );
-    expect(rows).toEqual([{ threads: 5, messages: 8 }]);
+    expect(rows).toEqual([{ threads: 6, messages: 8 }]);
     const { rows: all } = await client.query<{ id: string }>(`SELECT id FROM mastra_threads ORDER BY id`);
-    expect(all.map((t) => t.id)).toEqual(['thread-a', 'thread-b', 'thread-c', 'thread-d', 'thread-e']);
+    expect(all.map((t) => t.id)).toEqual([
+      'thread-a',
+      'thread-b',
+      'thread-c',
+      'thread-d',
+      'thread-e',
+      'thread-f',
+    ]);
+  });
+
+  it("keeps Mastra's rows of a thread both held where io-bridge has no messages of it", async () => {
+    expect((await rowsOf('thread-f')).map((r) => r.id)).toEqual(['mastra-f1']);
   });
 
   it('io_bridge_answered sets the result of a call once and lists its message once; io_bridge_parts reads any content', async () => {
