@@ -20,6 +20,8 @@ import { loadConfig } from '../src/config/config';
 import { resolveDatabase } from '../src/database/resolve-database';
 import { placeMessages } from '../src/threads/mastra-rows';
 import { StoredMessage } from '../src/threads/message-format';
+import { MESSAGES_PAGE_SQL } from '../src/threads/messages.repository';
+import { THREAD_COLUMNS } from '../src/threads/threads.repository';
 
 const THREADS_PER_OWNER = 100_000;
 const MESSAGES = 1_000;
@@ -80,11 +82,6 @@ export type ThreadsBenchResult = {
 // SQL: the service's own queries (src/threads/threads.repository.ts, messages.repository.ts), for
 // EXPLAIN and the db-only rows
 
-const THREAD_COLUMNS = `id, "resourceId", io_bridge_agent_id AS "agentId", NULLIF(title, '') AS title,
-  CASE WHEN jsonb_typeof(metadata) = 'object' THEN metadata ELSE '{}'::jsonb END AS metadata,
-  COALESCE("createdAtZ", "createdAt" AT TIME ZONE 'UTC') AS "createdAt", "updatedAtZ" AS "updatedAt",
-  "updatedAtZ"::text AS "updatedKey"`;
-
 const LIST_AFTER_SQL = `SELECT ${THREAD_COLUMNS} FROM mastra_threads
   WHERE "resourceId" = $1 AND ("updatedAtZ", id) < ($3::timestamptz, $4)
   ORDER BY "updatedAtZ" DESC, id DESC LIMIT $2`;
@@ -94,16 +91,6 @@ const LIST_AGENT_AFTER_SQL = `SELECT ${THREAD_COLUMNS} FROM mastra_threads
   ORDER BY "updatedAtZ" DESC, id DESC LIMIT $2`;
 
 const FIND_SQL = `SELECT ${THREAD_COLUMNS} FROM mastra_threads WHERE id = $1 AND ($2::text IS NULL OR "resourceId" = $2)`;
-
-const MESSAGES_SQL = `SELECT id, role, content, "createdAt", position::text AS position FROM (
-    SELECT m.id, m.role, m.content, COALESCE(m."createdAtZ", m."createdAt" AT TIME ZONE 'UTC') AS "createdAt",
-           row_number() OVER (ORDER BY m."createdAt", m.id) AS position
-      FROM mastra_messages m
-     WHERE m.thread_id = $1
-       AND EXISTS (SELECT 1 FROM mastra_threads t WHERE t.id = $1 AND t."resourceId" = $2)
-  ) AS placed
-  WHERE $4::bigint IS NULL OR position < $4::bigint
-  ORDER BY placed.position DESC LIMIT $3`;
 
 // ---------------------------------------------------------------------------------------------------
 // Seeding and cleanup: set-based, parameters only
@@ -432,7 +419,7 @@ export async function benchThreads(baseUrl: string, databaseUrl: string): Promis
     };
     await sql('db: threads page with cursor', LIST_AFTER_SQL, [owner, PAGE + 1, cursor10.key, cursor10.id]);
     await sql('db: thread lookup (owned check)', FIND_SQL, [messageThread, owner]);
-    await sql('db: messages latest page', MESSAGES_SQL, [messageThread, owner, MESSAGE_PAGE + 1, null]);
+    await sql('db: messages latest page', MESSAGES_PAGE_SQL, [messageThread, owner, MESSAGE_PAGE + 1, null]);
 
     const plans = [
       await explain(client, 'threads list with cursor (page 11)', LIST_INDEX, LIST_AFTER_SQL, [
@@ -448,7 +435,7 @@ export async function benchThreads(baseUrl: string, databaseUrl: string): Promis
         cursor10.key,
         cursor10.id,
       ]),
-      await explain(client, 'messages before page', MESSAGES_INDEX, MESSAGES_SQL, [
+      await explain(client, 'messages before page', MESSAGES_INDEX, MESSAGES_PAGE_SQL, [
         messageThread,
         owner,
         MESSAGE_PAGE + 1,

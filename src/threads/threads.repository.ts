@@ -19,7 +19,7 @@ export type ThreadRow = {
  * A row of `mastra_threads` as a thread: Mastra's own columns (an untitled thread's title is '', a
  * row an older `@mastra/pg` wrote may lack the time-zoned times) and the agent io-bridge adds.
  */
-const THREAD_COLUMNS = `id, "resourceId", io_bridge_agent_id AS "agentId", NULLIF(title, '') AS title,
+export const THREAD_COLUMNS = `id, "resourceId", io_bridge_agent_id AS "agentId", NULLIF(title, '') AS title,
   CASE WHEN jsonb_typeof(metadata) = 'object' THEN metadata ELSE '{}'::jsonb END AS metadata,
   COALESCE("createdAtZ", "createdAt" AT TIME ZONE 'UTC') AS "createdAt", "updatedAtZ" AS "updatedAt",
   "updatedAtZ"::text AS "updatedKey"`;

@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import { createApp } from '../../src/app.factory';
 import { loadConfig } from '../../src/config/config';
 import { messagesOf } from '../../src/threads/mastra-rows';
+import { MESSAGE_ROW_COLUMNS } from '../../src/threads/messages.repository';
 import type { StoredMessage } from '../../src/threads/message-format';
 import { serviceLogs } from './log-sink';
 
@@ -44,8 +45,7 @@ export async function db<T>(fn: (client: Client) => Promise<T>): Promise<T> {
 /** The messages a thread stores, in order: its rows in Mastra's memory, read as io-bridge reads them. */
 export async function storedMessages(client: Client, threadId: string): Promise<StoredMessage[]> {
   const { rows } = await client.query(
-    `SELECT id, role, content, COALESCE("createdAtZ", "createdAt" AT TIME ZONE 'UTC') AS "createdAt"
-       FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt", id`,
+    `SELECT ${MESSAGE_ROW_COLUMNS} FROM mastra_messages m WHERE m.thread_id = $1 ORDER BY m."createdAt", m.id`,
     [threadId],
   );
   return rows.flatMap(messagesOf);

@@ -11,7 +11,7 @@ import { MastraRow } from '../../threads/mastra-format';
 import { StoredMessage } from '../../threads/message-format';
 import { messagesOf, placeMessages, rowId } from '../../threads/mastra-rows';
 import { clockAfter, storePlacedRows } from '../../threads/store-rows';
-import { MessagesRepository } from '../../threads/messages.repository';
+import { MESSAGE_ROW_COLUMNS, MessagesRepository } from '../../threads/messages.repository';
 import { ThreadsRepository } from '../../threads/threads.repository';
 import { TokenUsage, tokensOf } from '../../protocol/usage';
 import { frame } from '../events/frames';
@@ -200,14 +200,13 @@ export class ConversationStore {
              FROM thread t),
          ${storePlacedRows('src', 'm_')},
          history AS (
-           SELECT m.id, m.role, m.content, COALESCE(m."createdAtZ", m."createdAt" AT TIME ZONE 'UTC') AS at,
-                  m."createdAt" AS created
+           SELECT ${MESSAGE_ROW_COLUMNS}, m."createdAt" AS created
              FROM mastra_messages m WHERE m.thread_id = $1 AND EXISTS (SELECT 1 FROM thread)
             ORDER BY m."createdAt" DESC, m.id DESC LIMIT $8)
          SELECT 'q' AS kind, jsonb_build_object('tokens', tokens, 'spent', spent, 'retryMs', retry_ms) AS body,
                 NULL::bigint AS position FROM quota
          UNION ALL SELECT 'r', to_jsonb(stateless), NULL FROM run
-         UNION ALL SELECT 'h', jsonb_build_object('id', id, 'role', role, 'content', content, 'createdAt', at),
+         UNION ALL SELECT 'h', jsonb_build_object('id', id, 'role', role, 'content', content, 'createdAt', "createdAt"),
                           row_number() OVER (ORDER BY created, id) FROM history
          UNION ALL SELECT 's', to_jsonb(id), NULL FROM m_existing
          UNION ALL SELECT 'd', a.answer->'message'->'id', NULL

@@ -5,6 +5,7 @@ import type { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { MastraRow } from '../../threads/mastra-format';
 import { messagesOf } from '../../threads/mastra-rows';
+import { MESSAGE_ROW_COLUMNS } from '../../threads/messages.repository';
 import { StoredMessage } from '../../threads/message-format';
 import { clockAfter, storePlacedRows } from '../../threads/store-rows';
 import { spentSoFar, TokenUsage } from '../../protocol/usage';
@@ -220,8 +221,7 @@ export class LapsedRunsRepository {
   async history(threadId: string, resourceId: string, lastMessages: number): Promise<StoredMessage[]> {
     const rows: MastraRow[] = await this.db.query(
       `SELECT id, role, content, "createdAt" FROM (
-         SELECT m.id, m.role, m.content, COALESCE(m."createdAtZ", m."createdAt" AT TIME ZONE 'UTC') AS "createdAt",
-                m."createdAt" AS created
+         SELECT ${MESSAGE_ROW_COLUMNS}, m."createdAt" AS created
            FROM mastra_messages m JOIN mastra_threads t ON t.id = m.thread_id AND t."resourceId" = $2
           WHERE m.thread_id = $1
           ORDER BY m."createdAt" DESC, m.id DESC LIMIT $3) AS h
