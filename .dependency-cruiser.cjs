@@ -50,6 +50,14 @@ module.exports = {
       to: { path: '^src/runs/' },
     },
     {
+      name: 'mastra-is-a-project',
+      severity: 'error',
+      comment:
+        'src/mastra/ is the built-in agents as an ordinary Mastra project, the one new users copy: it uses Mastra and its own files, and of io-bridge only the scripted model it runs on offline.',
+      from: { path: '^src/mastra/' },
+      to: { path: '^src/', pathNot: ['^src/mastra/', '^src/agents/scripted-model\\.ts$'] },
+    },
+    {
       name: 'agents-not-threads-or-runs',
       severity: 'error',
       comment:

@@ -13,6 +13,7 @@ import 'reflect-metadata';
 import { fork } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { Logger } from '@nestjs/common';
+import { builtInDefinitions } from '../src/agents/built-in-agents';
 import { AgentsService } from '../src/agents/agents.service';
 import { loadConfig } from '../src/config/config';
 
@@ -119,7 +120,8 @@ export function engineMemory(
 
 async function engineMemoryChild(prompt: string, count: number): Promise<void> {
   Logger.overrideLogger(['warn', 'error']);
-  const { agent } = new AgentsService(loadConfig(process.env)).get('assistant');
+  const builtIn = await builtInDefinitions();
+  const { agent } = new AgentsService(loadConfig(process.env), undefined, null, builtIn).get('assistant');
   // The same warm-up as the service's before its memory reading: 20 short runs.
   for (let i = 0; i < 20; i++) await engineRun(agent, '/bench 20');
   collect();

@@ -48,7 +48,7 @@ import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import fastify from 'fastify';
 import { DataSource } from 'typeorm';
-import { assistantAgent } from '../src/agents/assistant.agent';
+import { assistant } from '../src/mastra/agents/assistant';
 import { AgentsService } from '../src/agents/agents.service';
 import { createApp, logLevels } from '../src/app.factory';
 import { loadConfig } from '../src/config/config';
@@ -215,13 +215,13 @@ async function startAdmissionFloor(
 const CONFIG_TWIN = 'assistant-from-config';
 
 /** An agents file defining the built-in assistant again (same instructions, tools and model) as CONFIG_TWIN. */
-function configAgentFile(): string {
+async function configAgentFile(): Promise<string> {
   const path = join(mkdtempSync(join(tmpdir(), 'bench-agents-')), 'agents.json');
   const agents = {
     [CONFIG_TWIN]: {
       name: 'Assistant (from AGENTS_CONFIG)',
-      instructions: assistantAgent.instructions,
-      tools: (assistantAgent.tools ?? []).map((tool) => tool.id),
+      instructions: await assistant.getInstructions(),
+      tools: Object.keys(await assistant.listTools()),
     },
   };
   writeFileSync(path, JSON.stringify({ agents }));
@@ -823,7 +823,7 @@ async function main(): Promise<void> {
     MAX_ACTIVE_RUNS_PER_OWNER: '1000000',
     MAX_READERS_PER_OWNER: '1000000',
     // The built-in assistant again, defined in the agents file: the config-agent part compares the two.
-    AGENTS_CONFIG: configAgentFile(),
+    AGENTS_CONFIG: await configAgentFile(),
   };
   const initial = loadConfig(env);
   Logger.overrideLogger(logLevels(initial.logLevel));

@@ -9,7 +9,7 @@ import { AgentDefinition } from './agent-definition';
 import { AgentTools, requiresApproval, ToolSnapshot } from './agent-tools';
 import { AgentEntry, envKey } from './agents-config';
 import { reportingTool } from './tools/run-tools';
-import { builtInServerTools } from './tools/server-tools';
+import { builtInServerTools } from '../mastra/tools/server-tools';
 import { modelProblem, resolveModel } from './model-factory';
 import { abortableModel, ModelConfig } from './abortable-model';
 import { MastraProject, ProjectMemory } from './mastra-project';

@@ -9,7 +9,10 @@ export type ModelSettings = {
   maxRetries?: number;
 };
 
-/** What it takes to add an agent: one file exporting one of these, listed in `agents/index.ts`. */
+/**
+ * An agent io-bridge builds itself: a built-in one (read from src/mastra, built-in-agents.ts) or one
+ * of the agents file, with the operator's settings over it.
+ */
 export type AgentDefinition = {
   id: string;
   name: string;

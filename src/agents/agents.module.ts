@@ -3,7 +3,8 @@ import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { HOST_OPTIONS, type HostOptions } from '../config/host';
 import { AgentsController } from './agents.controller';
-import { AgentsService, MASTRA_PROJECT } from './agents.service';
+import { AgentsService, BUILT_IN_AGENTS, MASTRA_PROJECT } from './agents.service';
+import { builtInDefinitions } from './built-in-agents';
 import { hostProjectOf, loadMastraProject } from './mastra-project';
 
 @Module({
@@ -22,6 +23,8 @@ import { hostProjectOf, loadMastraProject } from './mastra-project';
             ? loadMastraProject(config.mastraEntry, config.database.url)
             : null,
     },
+    // The built-in agents (src/mastra), served without a team's project.
+    { provide: BUILT_IN_AGENTS, useFactory: () => builtInDefinitions() },
   ],
   exports: [AgentsService],
 })

@@ -8,8 +8,8 @@ import { AgentView } from './dto/agent-view.dto';
 import { AgentsConfig, loadAgentsConfig, McpServerEntry } from './agents-config';
 import { definedAgent, definitionOf, projectAgent, RegisteredAgent } from './agent-builders';
 import { requiresApproval } from './agent-tools';
-import { agentDefinitions } from './index';
-import { builtInServerTools } from './tools/server-tools';
+import type { AgentDefinition } from './agent-definition';
+import { builtInServerTools } from '../mastra/tools/server-tools';
 import { MastraProject } from './mastra-project';
 import { McpServer } from './mcp/mcp-server';
 import { Metrics } from '../ops/metrics.service';
@@ -19,6 +19,9 @@ export { requiresApproval } from './agent-tools';
 
 /** The Nest token of the team's Mastra project (`MASTRA_ENTRY`), or null for the built-in agents. */
 export const MASTRA_PROJECT = Symbol('MASTRA_PROJECT');
+
+/** The Nest token of the built-in agents' definitions (built-in-agents.ts). */
+export const BUILT_IN_AGENTS = Symbol('BUILT_IN_AGENTS');
 
 /** The agents served now, with the agents file and the MCP servers they were built from. */
 type Registry = {
@@ -48,6 +51,7 @@ export class AgentsService implements OnModuleInit, OnApplicationShutdown {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Optional() private readonly metrics?: Metrics,
     @Optional() @Inject(MASTRA_PROJECT) private readonly project?: MastraProject | null,
+    @Optional() @Inject(BUILT_IN_AGENTS) private readonly builtIn: readonly AgentDefinition[] = [],
   ) {
     this.registry = this.build(this.read(), new Map());
     const fallback = project ? project.agents[0].agent.id : 'assistant';
@@ -119,7 +123,7 @@ export class AgentsService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private read(): AgentsConfig {
-    const builtIn = this.project ? [] : agentDefinitions.map((d) => d.id);
+    const builtIn = this.project ? [] : this.builtIn.map((d) => d.id);
     return loadAgentsConfig(
       { agents: builtIn, tools: builtInServerTools.map((tool) => tool.id) },
       this.config.agentsConfigPath,
@@ -137,7 +141,7 @@ export class AgentsService implements OnModuleInit, OnApplicationShutdown {
     }
     const agents = new Map<string, RegisteredAgent>();
     const aliases = new Map<string, string>();
-    const defined = new Map(agentDefinitions.map((d) => [d.id, d] as const));
+    const defined = new Map(this.builtIn.map((d) => [d.id, d] as const));
     if (this.project) {
       for (const loaded of this.project.agents) {
         const agent = projectAgent(loaded, this.config, this.metrics);
@@ -145,7 +149,7 @@ export class AgentsService implements OnModuleInit, OnApplicationShutdown {
         if (loaded.key !== loaded.agent.id) aliases.set(loaded.key, loaded.agent.id);
       }
     } else {
-      for (const definition of agentDefinitions) {
+      for (const definition of this.builtIn) {
         if (!file.agents.has(definition.id)) {
           agents.set(definition.id, definedAgent(definition, undefined, [], this.config, this.metrics));
         }

@@ -27,7 +27,7 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
-import { agentDefinitions } from '../../src/agents';
+import { mastra } from '../../src/mastra';
 import { loadAgentsConfig } from '../../src/agents/agents-config';
 import { loadConfig } from '../../src/config/config';
 
@@ -963,7 +963,7 @@ describe('container image and Kubernetes manifests', () => {
       try {
         const file = join(dir, 'agents.json');
         writeFileSync(file, agents);
-        const ids = agentDefinitions.map((a) => a.id);
+        const ids = Object.values(mastra.listAgents()).map((a) => a.id);
         const overrides = loadAgentsConfig({ agents: ids, tools: [] }, file, {}).agents;
         expect(overrides.get('assistant')?.model).toBe(settings(baseObjects()).MODEL);
       } finally {
