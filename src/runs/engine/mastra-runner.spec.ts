@@ -4,7 +4,7 @@ import type { LanguageModelV3CallOptions } from '@ai-sdk/provider';
 import { first, firstValueFrom, lastValueFrom, Observable, tap, toArray } from 'rxjs';
 import { abortableModel } from '../../agents/abortable-model';
 import { ScriptedModel } from '../../agents/scripted-model';
-import { MastraRunner } from './mastra-runner';
+import { ENGINE_STARTS_PER_TURN, MastraRunner } from './mastra-runner';
 import { MastraChunk } from '../events/mastra-to-agui';
 
 /** The scripted model, keeping the abort signal of every provider call it gets. */
@@ -169,5 +169,33 @@ describe('MastraRunner (a real Mastra agent on the scripted model)', () => {
     expect(textOf(b)).toBe('x x x ');
     expect(model.signals).toHaveLength(2);
     expect(model.signals[0]).not.toBe(model.signals[1]);
+  });
+
+  it('starts at most ENGINE_STARTS_PER_TURN calls in one turn of the event loop, the others in the next turns, in order', async () => {
+    let turn = 0;
+    const started: Array<{ turn: number; text: unknown }> = [];
+    const base = agentOn(new SignalRecordingModel());
+    // The agent, each call's start recorded with the turn it was made in.
+    const agent = Object.assign(Object.create(base) as Agent, {
+      stream(messages: unknown, options: unknown) {
+        started.push({ turn, text: messages });
+        return base.stream(messages as never, options as never);
+      },
+    });
+    // The turns counted from one where no start is pending (an earlier test's share is spent).
+    for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve));
+    let counting = true;
+    const count = () => setImmediate(() => counting && (turn++, count()));
+    count();
+    const runs = 3 * ENGINE_STARTS_PER_TURN + 1;
+    const texts = Array.from({ length: runs }, (_, i) => `/bench ${i + 1}`);
+    const answers = await Promise.all(texts.map((text) => collect(runner.stream(agent, text))));
+    counting = false;
+    expect(answers.map(textOf)).toEqual(texts.map((_, i) => 'x '.repeat(i + 1)));
+    expect(started.map((s) => s.text)).toEqual(texts);
+    const perTurn = new Map<number, number>();
+    for (const s of started) perTurn.set(s.turn, (perTurn.get(s.turn) ?? 0) + 1);
+    expect(Math.max(...perTurn.values())).toBe(ENGINE_STARTS_PER_TURN);
+    expect(perTurn.size).toBeGreaterThanOrEqual(4);
   });
 });

@@ -3,7 +3,7 @@ import type { Agent } from '@mastra/core/agent';
 import { RequestContext } from '@mastra/core/request-context';
 import { defer, Observable, Subscriber, switchMap, TeardownLogic } from 'rxjs';
 import { MODEL_SIGNAL_KEY } from '../../agents/abortable-model';
-import { largeWorkTurns } from '../../common/turn-share';
+import { largeWorkTurns, TurnShare } from '../../common/turn-share';
 import { MastraChunk } from '../events/mastra-to-agui';
 import type { AgentCall } from '../prepare/agent-call';
 
@@ -12,6 +12,15 @@ import type { AgentCall } from '../prepare/agent-call';
  * message list is built in one go): a unit of {@link largeWorkTurns}.
  */
 const MESSAGES_A_UNIT = 8;
+
+/**
+ * Engine calls started in one turn of the event loop, at most (docs/limits.md#engine-starts): a
+ * call's start is a few milliseconds of the engine's work in one go, so when a burst of runs is
+ * claimed together, the runs claimed first store and send their first words between two turns
+ * instead of after every engine of the burst has started.
+ */
+export const ENGINE_STARTS_PER_TURN = 4;
+const engineStarts = new TurnShare(ENGINE_STARTS_PER_TURN);
 
 /**
  * Mastra's `agent.stream()` as an Observable of its `fullStream` chunks: subscribing makes the call;
@@ -24,15 +33,19 @@ const MESSAGES_A_UNIT = 8;
  * works per turn instead of per token. Any other chunk first flushes them, so the order is kept.
  * The run's first text delta comes out at once, not at the end of the turn: when many runs start
  * together one turn runs all their engines, and the first words would wait for all of them.
- * A call on a long history is made once {@link largeWorkTurns} has room for it.
+ * A call is made once {@link engineStarts} has room for it in a turn, or, on a long history,
+ * {@link largeWorkTurns}.
  */
 @Injectable()
 export class MastraRunner {
   stream(agent: Agent<any, any, any>, messages: unknown, call: AgentCall = {}): Observable<MastraChunk> {
     const made = new Observable<MastraChunk>((subscriber) => makeCall(agent, messages, call, subscriber));
-    // A long history waits for its share of a turn, with every other large request (docs/limits.md#request-bodies).
+    // A long history waits for its share of a turn, with every other large request (docs/limits.md#request-bodies);
+    // any other call for its turn among the engine starts.
     const units = Array.isArray(messages) ? Math.floor(messages.length / MESSAGES_A_UNIT) : 0;
-    return units ? defer(() => largeWorkTurns.take(units)).pipe(switchMap(() => made)) : made;
+    return defer(() => (units ? largeWorkTurns.take(units) : engineStarts.take())).pipe(
+      switchMap(() => made),
+    );
   }
 }
 
