@@ -42,12 +42,21 @@ describe('the built-in agents, read from the Mastra project of src/mastra', () =
     ]);
   });
 
-  it('refuses instructions that are not a string, and a tool listed under another name', async () => {
+  it('refuses instructions that are not a string, a tool listed under another name, and tools that need a caller', async () => {
     await expect(
       builtInDefinitions(project(agent({ instructions: { role: 'system', content: 'Teach.' } }))),
     ).rejects.toThrow("src/mastra: agent 'tutor': a built-in agent's instructions are a string");
     await expect(builtInDefinitions(project(agent({ tools: { calc: calculatorTool } })))).rejects.toThrow(
       "src/mastra: agent 'tutor': tool 'calculate' is listed as 'calc'",
+    );
+    const perCaller = agent({
+      tools: ({ requestContext }) => {
+        if (!requestContext.get('caller')) throw new Error('no caller');
+        return { calculate: calculatorTool };
+      },
+    });
+    await expect(builtInDefinitions(project(perCaller))).rejects.toThrow(
+      "src/mastra: agent 'tutor': a built-in agent's tools are listed without a request context",
     );
   });
 });
