@@ -78,3 +78,24 @@ export function storePlacedRows(src: string, p: string): string {
 export function clockAfter(last: string, slots: string): string {
   return `GREATEST(now(), ${last} + interval '1 millisecond') + (GREATEST(${slots}, 1) - 1) * interval '1 millisecond'`;
 }
+
+/**
+ * Deletes the copies of a run's answer that a processor of its agent saved itself: Mastra's
+ * observational memory saves each turn it sees, its own way, under ids of its own
+ * (docs/protocol.md#where-threads-live). io-bridge's rows stand for those messages, so a thread
+ * holds each once and its memory recalls each once.
+ *
+ * `src` names a relation of `(thread_id text, since timestamptz)`: the thread of each run that
+ * ends, and when its run began. A copy is an assistant row of that thread stored since then that
+ * io-bridge did not write: its JSON has no `agui` key (`metadata.agui`, mastra-rows.ts). In JSON
+ * text `"agui":` can only be a key, since a string's quotes are escaped, so the test cannot be
+ * fooled by what an answer says, and a row that is not JSON is kept.
+ */
+export function dropAnswerCopies(src: string, p: string): string {
+  return `
+    ${p}copies AS (
+      DELETE FROM mastra_messages m USING ${src} s
+       WHERE m.thread_id = s.thread_id AND m."createdAt" >= (s.since AT TIME ZONE 'UTC')
+         AND m.role = 'assistant' AND strpos(m.content, '"agui":') = 0
+      RETURNING m.id)`;
+}

@@ -580,7 +580,8 @@ describe('a Mastra project’s agent with observational memory', () => {
   let model: OpenAiServer;
   let service: BuiltService;
   beforeAll(async () => {
-    model = await startOpenAiServer(() => ({ text: ['Noted.'] }), {
+    let answers = 0;
+    model = await startOpenAiServer(() => ({ text: [`Noted ${++answers}.`] }), {
       // The observer's calls, made by Mastra's memory around the agent's: answered apart from the script.
       aside: (request) =>
         request.messages.some((m) => m.role === 'system' && String(m.content).includes(OBSERVER))
@@ -621,6 +622,47 @@ describe('a Mastra project’s agent with observational memory', () => {
       ),
     );
     expect(stored.rows.map((r) => r.activeObservations).join('\n')).toContain('favourite colour is teal');
+  });
+
+  it('leaves each answer in the thread once, and in the model’s prompt at most once', async () => {
+    const threadId = `thread-om-once-${Date.now()}`;
+    const turn = (text: string) => runInput(text, { threadId, forwardedProps: memoryOf(threadId) });
+    const answered = model.requests.length;
+    // Observed turns (past the threshold) and turns that are not: the memory saves both kinds itself.
+    for (const text of [
+      'Please remember this about me: my favourite colour is teal, I live by the sea, and I drink my tea without sugar every morning.',
+      'Thanks.',
+      'And remember that my cat is called Juniper and she sleeps on the windowsill all afternoon long.',
+      'Bye.',
+    ]) {
+      const frames = await runOn(service, turn(text), { 'x-resource-id': 'tess' });
+      expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+    }
+    const answers = model.requests.slice(answered).map((_, i) => `Noted ${answered + i + 1}.`);
+    expect(answers).toHaveLength(4);
+    // The store: each answer in one row (the observer's copies gave way to io-bridge's rows).
+    const rows = await db((c) =>
+      c.query<{ role: string; content: string }>(
+        `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt", id`,
+        [threadId],
+      ),
+    );
+    for (const answer of answers)
+      expect(rows.rows.filter((r) => r.content.includes(answer)).map((r) => r.role)).toEqual(['assistant']);
+    expect(rows.rows.map((r) => r.role)).toEqual(Array(4).fill(['user', 'assistant']).flat());
+    // The thread as its owner reads it: four questions, four answers, once each.
+    const listed = (await (
+      await fetch(`${service.base}/threads/${threadId}/messages?format=agui`, {
+        headers: { 'x-resource-id': 'tess' },
+      })
+    ).json()) as { messages: Array<{ role: string; content?: string }> };
+    expect(listed.messages.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(answers);
+    // The last prompt: no message twice.
+    const said = model.requests
+      .at(-1)!
+      .messages.filter((m) => m.role !== 'system')
+      .map((m) => JSON.stringify(m.content));
+    expect(new Set(said).size).toBe(said.length);
   });
 });
 
@@ -778,6 +820,84 @@ describe('a Mastra project’s agent with memory, its replica killed mid-answer'
       ['user', 'My name is Gina.'],
       ['assistant', 'Hi Gina.'],
       ['user', 'Where is order A-1003?'],
+      ['assistant', 'Order A-1003 is packing.'],
+    ]);
+  }, 180_000);
+});
+
+describe('a Mastra project’s agent with observational memory, its replica killed mid-answer', () => {
+  const LEASE_MS = 3000;
+  let model: OpenAiServer;
+  const replicas: BuiltService[] = [];
+  beforeAll(async () => {
+    model = await startOpenAiServer(() => ({ text: ['Unexpected.'] }), {
+      aside: (request) =>
+        request.messages.some(
+          (m) => m.role === 'system' && String(m.content).includes('memory consciousness'),
+        )
+          ? { text: ['<observations>\n* User is Gina; she lives by the sea.\n</observations>'] }
+          : undefined,
+    });
+  });
+  afterAll(async () => {
+    replicas.forEach((s) => s.kill());
+    await model?.close();
+  });
+
+  it('the continued run leaves the answer in the thread once: the memory’s copies of the lost attempt go too', async () => {
+    const env = {
+      MASTRA_ENTRY: join(__dirname, '..', 'fixtures', 'mastra-om-project', 'index.ts'),
+      OPENAI_BASE_URL: model.url,
+      RUN_LEASE_MS: String(LEASE_MS),
+    };
+    // One after the other: two stores making Mastra's tables at once can trip over each other.
+    const a = await startBuiltService(env, 120_000);
+    replicas.push(a);
+    const b = await startBuiltService(env, 120_000);
+    replicas.push(b);
+    const threadId = `thread-om-killed-${Date.now()}`;
+    const said = 'My name is Gina, I live by the sea with my cat Juniper, and I take my tea without sugar.';
+    const earlier = runInput(said, { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ text: ['Hi Gina.'] });
+    expect(
+      (await (await openRun(`${b.base}/run`, earlier, { 'x-resource-id': 'gina' })).done).at(-1)!.event.type,
+    ).toBe('RUN_FINISHED');
+    // Past the memory's threshold: it observes as the run begins and saves a copy of the turn so far.
+    const question = 'Where is order A-1003, which I placed on Monday for the cottage by the sea?';
+    const input = runInput(question, { threadId, forwardedProps: memoryOf(threadId) });
+    model.enqueue({ hang: 'Let me ' }, { text: ['Order A-1003 ', 'is packing.'] });
+    const live = await openRun(`${a.base}/run`, input, { 'x-resource-id': 'gina' });
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
+    a.kill();
+    await live.done.catch(() => undefined);
+    const seen = [...live.frames];
+    const rest = await rejoin(b.base, input.runId, seen.at(-1)!.id, LEASE_MS + 20_000);
+    const whole = [...seen, ...(await rest.done)];
+    assertStreamRules(whole, input);
+    expect(whole.at(-1)!.event.type).toBe('RUN_FINISHED');
+    expect(model.aside.length).toBeGreaterThan(0);
+
+    const page = (await (
+      await fetch(`${b.base}/threads/${threadId}/messages?format=agui`, {
+        headers: { 'x-resource-id': 'gina' },
+      })
+    ).json()) as { messages: Array<{ role: string; content: unknown }> };
+    expect(page.messages.map((m) => [m.role, m.content])).toEqual([
+      ['user', said],
+      ['assistant', 'Hi Gina.'],
+      ['user', question],
+      ['assistant', 'Order A-1003 is packing.'],
+    ]);
+    const remembered = await db((c) =>
+      c.query<{ role: string; content: string }>(
+        `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt", id`,
+        [threadId],
+      ),
+    );
+    expect(remembered.rows.map((m) => [m.role, textOf(m.content)])).toEqual([
+      ['user', said],
+      ['assistant', 'Hi Gina.'],
+      ['user', question],
       ['assistant', 'Order A-1003 is packing.'],
     ]);
   }, 180_000);

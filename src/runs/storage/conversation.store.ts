@@ -10,7 +10,7 @@ import { queryPrepared } from '../../database/prepared';
 import { MastraRow } from '../../threads/mastra-format';
 import { StoredMessage } from '../../threads/message-format';
 import { messagesOf, placeMessages, rowId } from '../../threads/mastra-rows';
-import { clockAfter, storePlacedRows } from '../../threads/store-rows';
+import { clockAfter, dropAnswerCopies, storePlacedRows } from '../../threads/store-rows';
 import { MESSAGE_ROW_COLUMNS, MessagesRepository } from '../../threads/messages.repository';
 import { ThreadsRepository } from '../../threads/threads.repository';
 import { TokenUsage, tokensOf } from '../../protocol/usage';
@@ -314,7 +314,7 @@ export class ConversationStore {
          UPDATE runs SET status = $3, error_code = $4, error_message = $5, finished_at = now(), updated_at = now(),
                 checkpoint = NULL, input = NULL, progress = NULL, usage = $8::jsonb, tokens = $9
           WHERE id = $1 AND ${unindexed(`resource_id = $2 AND attempt = $10 AND ${ACTIVE}`)} AND (SELECT count(*) FROM locked) >= 0
-          RETURNING id, stateless),
+          RETURNING id, stateless, started_at),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM ended) AND status <> 'done'),
        clock AS (
@@ -323,7 +323,9 @@ export class ConversationStore {
           WHERE id IN (SELECT id FROM locked) AND $11::int > 0 AND EXISTS (SELECT 1 FROM ended WHERE NOT stateless)
           RETURNING id, io_bridge_last_message_at AS last),
        src AS (SELECT id AS thread_id, $2::text AS resource_id, $7::jsonb AS placed, last, true AS write FROM clock),
-       ${storePlacedRows('src', 'p_')}
+       ${storePlacedRows('src', 'p_')},
+       runs_ended AS (SELECT l.id AS thread_id, e.started_at AS since FROM ended e, locked l WHERE NOT e.stateless),
+       ${dropAnswerCopies('runs_ended', 'c_')}
        SELECT count(*) FROM ended`,
       [
         run.runId,

@@ -7,7 +7,7 @@ import { MastraRow } from '../../threads/mastra-format';
 import { messagesOf } from '../../threads/mastra-rows';
 import { MESSAGE_ROW_COLUMNS } from '../../threads/messages.repository';
 import { StoredMessage } from '../../threads/message-format';
-import { clockAfter, storePlacedRows } from '../../threads/store-rows';
+import { clockAfter, dropAnswerCopies, storePlacedRows } from '../../threads/store-rows';
 import { spentSoFar, TokenUsage } from '../../protocol/usage';
 import { ACTIVE, unindexed } from './run.entity';
 import { RunEventsRepository } from './run-events.repository';
@@ -113,7 +113,7 @@ export class LapsedRunsRepository {
                 error_message = $6, finished_at = now(), updated_at = now()
           WHERE ${ACTIVE} AND lease_expires_at < now() AND ($1::text IS NULL OR thread_id = $1)
             AND (attempt - handovers >= $2 OR input IS NULL)
-          RETURNING id, thread_id, resource_id, checkpoint, stateless, attempt),
+          RETURNING id, thread_id, resource_id, checkpoint, stateless, attempt, started_at),
        closed AS (
          UPDATE run_tool_calls SET status = 'done' WHERE run_id IN (SELECT id FROM lapsed) AND status <> 'done'),
        owned AS (
@@ -130,7 +130,12 @@ export class LapsedRunsRepository {
        src AS (
          SELECT o.thread_id, o.resource_id, o.checkpoint AS placed, c.last, true AS write
            FROM owned o JOIN clock c ON c.id = o.thread_id),
-       ${storePlacedRows('src', 'p_')}
+       ${storePlacedRows('src', 'p_')},
+       runs_ended AS (
+         SELECT l.thread_id, l.started_at AS since FROM lapsed l
+           JOIN mastra_threads t ON t.id = l.thread_id AND t."resourceId" = l.resource_id
+          WHERE NOT l.stateless),
+       ${dropAnswerCopies('runs_ended', 'c_')}
        SELECT 'e' AS kind, jsonb_build_object('id', id, 'threadId', thread_id, 'attempt', attempt) AS body FROM lapsed
        UNION ALL SELECT 'c', jsonb_build_object('id', id, 'threadId', thread_id, 'resourceId', resource_id,
                 'stateless', stateless, 'input', input, 'progress', progress, 'usage', usage, 'attempt', attempt,
