@@ -91,8 +91,11 @@ export function agentProblem(value: unknown): string | undefined {
 /** The one line start-up stops with: `source` names where the instance came from. */
 const problem = (source: string, reason: string) => ConfigError.invalid([`${source} ${reason}`]);
 
-/** The major version of `@mastra/core` io-bridge serves (tested with 1.71). */
-const SUPPORTED_MASTRA_MAJOR = 1;
+/**
+ * The major version of `@mastra/core` io-bridge serves (tested with 1.71): the major of the peer
+ * dependency in package.json (docs/agents.md#your-own-mastra-project).
+ */
+export const SUPPORTED_MASTRA_MAJOR = 1;
 
 /** The version of the `@mastra/core` a module at `path` imports, or undefined when it resolves none. */
 function mastraVersionFor(path: string): string | undefined {
