@@ -419,7 +419,13 @@ export async function benchThreads(baseUrl: string, databaseUrl: string): Promis
     };
     await sql('db: threads page with cursor', LIST_AFTER_SQL, [owner, PAGE + 1, cursor10.key, cursor10.id]);
     await sql('db: thread lookup (owned check)', FIND_SQL, [messageThread, owner]);
-    await sql('db: messages latest page', MESSAGES_PAGE_SQL, [messageThread, owner, MESSAGE_PAGE + 1, null]);
+    await sql('db: messages latest page', MESSAGES_PAGE_SQL, [
+      messageThread,
+      owner,
+      MESSAGE_PAGE + 1,
+      null,
+      null,
+    ]);
 
     const plans = [
       await explain(client, 'threads list with cursor (page 11)', LIST_INDEX, LIST_AFTER_SQL, [
@@ -439,7 +445,8 @@ export async function benchThreads(baseUrl: string, databaseUrl: string): Promis
         messageThread,
         owner,
         MESSAGE_PAGE + 1,
-        beforeCursors[0],
+        // The cursor's time and id (the service decodes them so, threads.service.ts).
+        ...(JSON.parse(Buffer.from(beforeCursors[0], 'base64url').toString('utf8')) as [string, string]),
       ]),
     ];
 

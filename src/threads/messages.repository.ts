@@ -3,24 +3,31 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { MastraRow } from './mastra-format';
 
-/** A row of a thread's messages, with its place in the thread (1 for the oldest). */
-export type MessageRow = MastraRow & { position: string };
+/**
+ * Where a page of a thread's messages ends: a row's place in Mastra's order (its time, then its id).
+ * `at` is the time as the database keeps it (`"createdAt"`, to the microsecond, as text), so a page
+ * starts exactly after it.
+ */
+export type MessagesCursor = { at: string; id: string };
+
+/** A row of a thread's messages, with its place in the thread. */
+export type MessageRow = MastraRow & { at: string };
 
 /** A row of `mastra_messages` (as `m`) as a MastraRow; a row an older `@mastra/pg` wrote may lack the time-zoned time. */
 export const MESSAGE_ROW_COLUMNS = `m.id, m.role, m.content, COALESCE(m."createdAtZ", m."createdAt" AT TIME ZONE 'UTC') AS "createdAt"`;
 
 /**
- * The latest `$3` rows of thread `$1`, owned by `$2`, before place `$4` (exclusive; null: the
- * latest), newest first; their places count Mastra's order (created, then id) from 1.
+ * The latest `$3` rows of thread `$1`, owned by `$2`, before the row at `($4, $5)` (exclusive;
+ * `$4` null: the latest), newest first in Mastra's order (created, then id). A page reads only its
+ * own rows from the thread's index, however long the thread.
  */
-export const MESSAGES_PAGE_SQL = `SELECT id, role, content, "createdAt", position::text AS position FROM (
-    SELECT ${MESSAGE_ROW_COLUMNS}, row_number() OVER (ORDER BY m."createdAt", m.id) AS position
-      FROM mastra_messages m
-     WHERE m.thread_id = $1
-       AND EXISTS (SELECT 1 FROM mastra_threads t WHERE t.id = $1 AND t."resourceId" = $2)
-  ) AS placed
-  WHERE $4::bigint IS NULL OR position < $4::bigint
-  ORDER BY placed.position DESC LIMIT $3`;
+export const MESSAGES_PAGE_SQL = `SELECT ${MESSAGE_ROW_COLUMNS}, to_char(m."createdAt", 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at
+    FROM mastra_messages m
+   WHERE m.thread_id = $1
+     AND EXISTS (SELECT 1 FROM mastra_threads t WHERE t.id = $1 AND t."resourceId" = $2)
+     AND m."createdAt" <= COALESCE($4::timestamp, 'infinity')
+     AND ($4::timestamp IS NULL OR m."createdAt" < $4::timestamp OR m.id < $5::text)
+   ORDER BY m."createdAt" DESC, m.id DESC LIMIT $3`;
 
 /**
  * A thread's messages: the rows of Mastra's memory (`mastra_messages`, mastra-rows.ts), read
@@ -31,17 +38,18 @@ export const MESSAGES_PAGE_SQL = `SELECT id, role, content, "createdAt", positio
 export class MessagesRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** The latest `limit` rows of the owner's thread before place `before` (exclusive), oldest first (MESSAGES_PAGE_SQL). */
+  /** The latest `limit` rows of the owner's thread before row `before` (exclusive), oldest first (MESSAGES_PAGE_SQL). */
   async list(
     threadId: string,
     resourceId: string,
-    opts: { limit: number; before?: string },
+    opts: { limit: number; before?: MessagesCursor },
   ): Promise<MessageRow[]> {
     const rows: MessageRow[] = await this.db.query(MESSAGES_PAGE_SQL, [
       threadId,
       resourceId,
       opts.limit,
-      opts.before ?? null,
+      opts.before?.at ?? null,
+      opts.before?.id ?? null,
     ]);
     return rows.reverse();
   }

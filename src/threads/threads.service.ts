@@ -30,21 +30,30 @@ function view(row: ThreadRow): ThreadView {
   };
 }
 
-const encodeCursor = (row: ThreadRow) =>
-  Buffer.from(JSON.stringify([row.updatedKey, row.id])).toString('base64url');
+/** A page's cursor: where it ends, a time and an id, opaque to clients. */
+const encodeCursor = (at: string, id: string) => Buffer.from(JSON.stringify([at, id])).toString('base64url');
 
-function decodeCursor(cursor: string): { updatedKey: string; id: string } {
+/** A time as a thread's cursor holds it (`"updatedAtZ"` as text). */
+const threadTime = (at: string) => !Number.isNaN(Date.parse(at));
+
+/** A time as a messages cursor holds it (`"createdAt"` to the microsecond), a real one. */
+const messageTime = (at: string) =>
+  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/.test(at) &&
+  new Date(`${at.slice(0, 23)}Z`).toISOString().slice(0, 23) === at.slice(0, 23);
+
+/** The time and id `cursor` (from encodeCursor) names; anything else is a 400 naming `path`. */
+function decodeCursor(
+  cursor: string,
+  path: string,
+  time: (at: string) => boolean,
+): { at: string; id: string } {
   try {
-    const [updatedKey, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof updatedKey === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(updatedKey))) {
-      return { updatedKey, id };
-    }
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof at === 'string' && typeof id === 'string' && time(at)) return { at, id };
   } catch {
     // falls through to the error below
   }
-  throw new DomainError('VALIDATION_FAILED', 'Invalid cursor', [
-    { path: 'cursor', message: 'use a nextCursor value' },
-  ]);
+  throw new DomainError('VALIDATION_FAILED', 'Invalid cursor', [{ path, message: 'use a nextCursor value' }]);
 }
 
 /** Threads and their messages: the calling owner's, or by id those `idScope` lets the caller reach. */
@@ -102,15 +111,16 @@ export class ThreadsService implements OnModuleInit {
 
   async list(query: ListThreadsQueryDto, principal: Principal): Promise<ThreadsPage> {
     const limit = query.limit ?? 50;
+    const after = query.cursor ? decodeCursor(query.cursor, 'cursor', threadTime) : undefined;
     const rows = await this.threads.list(principal.readAs ?? principal.resourceId, {
       agentId: query.agentId,
       limit: limit + 1,
-      after: query.cursor ? decodeCursor(query.cursor) : undefined,
+      after: after && { updatedKey: after.at, id: after.id },
     });
     const page = rows.slice(0, limit);
     return {
       threads: page.map(view),
-      nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]) : null,
+      nextCursor: rows.length > limit ? encodeCursor(page.at(-1)!.updatedKey, page.at(-1)!.id) : null,
     };
   }
 
@@ -142,7 +152,7 @@ export class ThreadsService implements OnModuleInit {
     const limit = query.limit ?? 100;
     const rows = await this.threadMessages.list(id, thread.resourceId, {
       limit: limit + 1,
-      before: query.before,
+      ...(query.before ? { before: decodeCursor(query.before, 'before', messageTime) } : {}),
     });
     const { page, nextCursor } = pageOf(rows, limit);
     if (query.format === 'agui') return { messages: page.flatMap(messagesOf), nextCursor };
@@ -161,12 +171,12 @@ export class ThreadsService implements OnModuleInit {
  * A page of messages from the `limit + 1` latest read (oldest first): the one more, when it came,
  * says there is an older page, which starts before the page's first message.
  */
-function pageOf<T extends { position: string }>(
+function pageOf<T extends { at: string; id: string }>(
   rows: T[],
   limit: number,
 ): { page: T[]; nextCursor: string | null } {
   const page = rows.slice(rows.length > limit ? 1 : 0);
-  return { page, nextCursor: rows.length > limit ? page[0].position : null };
+  return { page, nextCursor: rows.length > limit ? encodeCursor(page[0].at, page[0].id) : null };
 }
 
 const notFound = (id: string) => new DomainError('NOT_FOUND', `Thread '${id}' not found`);

@@ -2,7 +2,7 @@ import { ANY_OWNER } from '../../src/auth/principal';
 import { ACTIVE_STATUSES } from '../../src/runs/storage/run.entity';
 import { RunsRepository } from '../../src/runs/storage/runs.repository';
 import { ToolCallsRepository } from '../../src/runs/storage/tool-calls.repository';
-import { MessagesRepository } from '../../src/threads/messages.repository';
+import { MessageRow, MessagesRepository } from '../../src/threads/messages.repository';
 import { ThreadsRepository } from '../../src/threads/threads.repository';
 import { db, startApp, TestApp } from '../support/app';
 import { uid } from '../support/sse';
@@ -199,7 +199,7 @@ describe('repositories: owner scoping', () => {
   });
 
   describe('ThreadsRepository and MessagesRepository', () => {
-    it('pages a thread of more than nine rows newest first, each page in order (places are numbers, not text)', async () => {
+    it('pages a thread of more than nine rows newest first, each page in order', async () => {
       const threadId = uid('thread');
       await t.app.get(ThreadsRepository).insert({ id: threadId, resourceId: owner });
       const messages = Array.from({ length: 12 }, (_, i) => ({
@@ -219,8 +219,41 @@ describe('repositories: owner scoping', () => {
       const list = t.app.get(MessagesRepository);
       const latest = await list.list(threadId, owner, { limit: 5 });
       expect(latest.flatMap(messagesOf).map((m) => m.id)).toEqual(['m8', 'm9', 'm10', 'm11', 'm12']);
-      const before = await list.list(threadId, owner, { limit: 5, before: latest[0].position });
+      const before = await list.list(threadId, owner, { limit: 5, before: latest[0] });
       expect(before.flatMap(messagesOf).map((m) => m.id)).toEqual(['m3', 'm4', 'm5', 'm6', 'm7']);
+    });
+
+    it('pages rows stored at the same microsecond by their ids, none twice and none left out', async () => {
+      const threadId = uid('thread');
+      await t.app.get(ThreadsRepository).insert({ id: threadId, resourceId: owner });
+      const messages = Array.from({ length: 7 }, (_, i) => ({
+        id: `m${i + 1}`,
+        role: 'user' as const,
+        content: `m${i + 1}`,
+      }));
+      const rows = placeMessages(threadId, messages).rows;
+      // Mastra orders by time, then id: rows Mastra writes in one call can share a time.
+      await db((c) =>
+        c.query(
+          `INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+           SELECT r.id, $1, r.content, r.role, 'v2', '2026-12-07 05:00:00.123456', $2
+             FROM jsonb_to_recordset($3::jsonb) AS r(id text, content text, role text)`,
+          [threadId, owner, JSON.stringify(rows)],
+        ),
+      );
+      const list = t.app.get(MessagesRepository);
+      const pages: string[][] = [];
+      let before: MessageRow | undefined;
+      do {
+        const page = await list.list(threadId, owner, { limit: 3, ...(before ? { before } : {}) });
+        pages.push(page.map((r) => r.id));
+        before = page.length === 3 ? page[0] : undefined;
+      } while (before);
+      const ids = pages.flat();
+      expect(new Set(ids).size).toBe(7);
+      expect(ids.sort()).toEqual(rows.map((r) => r.id).sort());
+      expect(pages.map((p) => p.length)).toEqual([3, 3, 1]);
+      expect(pages[0][0] > pages[1][2]).toBe(true);
     });
 
     it("another owner's thread and messages are neither read nor written", async () => {

@@ -120,8 +120,24 @@ describe('threads and messages', () => {
       });
       expect(unknownAgent.status).toBe(404);
       const thread = await (await api('/threads', { method: 'POST', body: '{}' })).json();
-      for (const q of ['limit=0', 'limit=501', 'format=html', 'before=x']) {
-        expect((await api(`/threads/${thread.id}/messages?${q}`)).status).toBe(400);
+      // Cursors that are not one: not JSON, a day that does not exist, a time without its microseconds, too long.
+      const cursor = (parts: unknown) => Buffer.from(JSON.stringify(parts)).toString('base64url');
+      for (const q of [
+        'limit=0',
+        'limit=501',
+        'format=html',
+        'before=x',
+        `before=${cursor(['2026-02-30T00:00:00.000000', 'm1'])}`,
+        `before=${cursor(['2026-02-01T00:00:00', 'm1'])}`,
+        `before=${cursor(['2026-02-01T00:00:00.000000', 7])}`,
+        `before=${'a'.repeat(1001)}`,
+      ]) {
+        const res = await api(`/threads/${thread.id}/messages?${q}`);
+        expect({ q, status: res.status, code: ((await res.json()) as { code: string }).code }).toEqual({
+          q,
+          status: 400,
+          code: 'VALIDATION_FAILED',
+        });
       }
     });
   });

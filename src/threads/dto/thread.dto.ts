@@ -95,13 +95,10 @@ export class ListMessagesQueryDto {
   @Max(500)
   limit?: number;
 
-  @ApiPropertyOptional({
-    pattern: '^\\d{1,18}$',
-    description: '`nextCursor` of the previous page: older messages',
-  })
+  @ApiPropertyOptional({ maxLength: 1000, description: '`nextCursor` of the previous page: older messages' })
   @IsOptional()
   @IsString()
-  @Matches(/^\d{1,18}$/, { message: 'before must be a cursor from nextCursor' })
+  @MaxLength(1000)
   before?: string;
 
   @ApiPropertyOptional({
