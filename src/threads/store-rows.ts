@@ -34,7 +34,8 @@ export function storePlacedRows(src: string, p: string): string {
                       WHERE part->'toolInvocation'->>'toolCallId' = a.answer->>'toolCallId'
                         AND part->'toolInvocation'->>'state' = 'result') AS done
         FROM ${p}answers a CROSS JOIN LATERAL (
-               -- The call's row in the batch, stored before; else the thread's latest row that made it.
+               -- The call's row in the batch, stored before; else the thread's latest row that made it,
+               -- io-bridge's before a copy a processor saved (dropAnswerCopies deletes those).
                SELECT m.id AS row_id, m.content FROM mastra_messages m
                 WHERE m.id = a.answer->>'row' AND m.thread_id = a.thread_id
                UNION ALL
@@ -43,7 +44,7 @@ export function storePlacedRows(src: string, p: string): string {
                    AND strpos(m.content, a.answer->>'needle') > 0
                    AND EXISTS (SELECT 1 FROM jsonb_array_elements(io_bridge_parts(m.content)) AS part
                                 WHERE part->'toolInvocation'->>'toolCallId' = a.answer->>'toolCallId')
-                 ORDER BY m."createdAt" DESC LIMIT 1)
+                 ORDER BY strpos(m.content, '"agui":') > 0 DESC, m."createdAt" DESC LIMIT 1)
                LIMIT 1) AS h),
     ${p}orphans AS (
       SELECT a.*, row_number() OVER (PARTITION BY a.thread_id ORDER BY a.ord) AS n FROM ${p}answers a

@@ -223,6 +223,68 @@ describe('repositories: owner scoping', () => {
       expect(before.flatMap(messagesOf).map((m) => m.id)).toEqual(['m3', 'm4', 'm5', 'm6', 'm7']);
     });
 
+    it('a tool result goes into io-bridge’s row of its call, not into a copy a processor saved later', async () => {
+      const threadId = uid('thread');
+      await t.app.get(ThreadsRepository).insert({ id: threadId, resourceId: owner });
+      const call = {
+        id: uid('call'),
+        type: 'function' as const,
+        function: { name: 'pick_colour', arguments: '{}' },
+      };
+      const rows = placeMessages(threadId, [
+        { id: uid('msg'), role: 'user', content: 'Pick a colour' },
+        { id: uid('msg'), role: 'assistant', toolCalls: [call] },
+      ]).rows;
+      await db((c) =>
+        c.query(
+          `INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+           SELECT r.id, $1, r.content, r.role, 'v2', now() - interval '1 minute' + r.n * interval '1 millisecond', $2
+             FROM jsonb_to_recordset($3::jsonb) AS r(id text, content text, role text, n int)`,
+          [threadId, owner, JSON.stringify(rows.map((r, n) => ({ ...r, n })))],
+        ),
+      );
+      // The same call in a row io-bridge did not write (no metadata.agui), stored after its own.
+      const copy = uid('copy');
+      const invocation = { state: 'call', toolCallId: call.id, toolName: 'pick_colour', args: {} };
+      await db((c) =>
+        c.query(
+          `INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+           VALUES ($1, $2, $3, 'assistant', 'v2', now() - interval '30 seconds', $4)`,
+          [
+            copy,
+            threadId,
+            JSON.stringify({ format: 2, parts: [{ type: 'tool-invocation', toolInvocation: invocation }] }),
+            owner,
+          ],
+        ),
+      );
+      const res = await fetch(t.runUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-resource-id': owner },
+        body: JSON.stringify({
+          threadId,
+          runId: uid('run'),
+          messages: [{ id: uid('msg'), role: 'tool', toolCallId: call.id, content: 'teal' }],
+          tools: [],
+          context: [],
+          forwardedProps: { memory: { thread: threadId } },
+        }),
+      });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('"RUN_FINISHED"');
+      const stateOf = async (id: string) => {
+        const row = await db((c) =>
+          c.query<{ content: string }>(`SELECT content FROM mastra_messages WHERE id = $1`, [id]),
+        );
+        const parts = (
+          JSON.parse(row.rows[0].content) as { parts: Array<{ toolInvocation?: { state: string } }> }
+        ).parts;
+        return parts.find((p) => p.toolInvocation)?.toolInvocation?.state;
+      };
+      expect(await stateOf(rows[1].id)).toBe('result');
+      expect(await stateOf(copy)).toBe('call');
+    });
+
     it('pages rows stored at the same microsecond by their ids, none twice and none left out', async () => {
       const threadId = uid('thread');
       await t.app.get(ThreadsRepository).insert({ id: threadId, resourceId: owner });

@@ -107,7 +107,17 @@ describe('threads and messages', () => {
     });
 
     it('refuses bad input with 400: limit out of range, bad cursor, bad body', async () => {
-      for (const q of ['limit=0', 'limit=101', 'limit=abc', 'cursor=nope']) {
+      const threadCursor = (parts: unknown) => Buffer.from(JSON.stringify(parts)).toString('base64url');
+      // Times JavaScript reads and Postgres does not (year 0, text after the time), and a NUL in the id.
+      for (const q of [
+        'limit=0',
+        'limit=101',
+        'limit=abc',
+        'cursor=nope',
+        `cursor=${threadCursor(['0000-01-01 00:00:00+00', 't'])}`,
+        `cursor=${threadCursor(['2020-01-01T00:00:00Z (x)', 't'])}`,
+        `cursor=${threadCursor(['2020-01-01 00:00:00.123456+00', 't\u0000'])}`,
+      ]) {
         const res = await api(`/threads?${q}`);
         expect(res.status).toBe(400);
         expect(await res.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
@@ -130,6 +140,8 @@ describe('threads and messages', () => {
         `before=${cursor(['2026-02-30T00:00:00.000000', 'm1'])}`,
         `before=${cursor(['2026-02-01T00:00:00', 'm1'])}`,
         `before=${cursor(['2026-02-01T00:00:00.000000', 7])}`,
+        `before=${cursor(['0000-02-01T00:00:00.000000', 'm1'])}`,
+        `before=${cursor(['2026-02-01T00:00:00.000000', 'm\u0000'])}`,
         `before=${'a'.repeat(1001)}`,
       ]) {
         const res = await api(`/threads/${thread.id}/messages?${q}`);
