@@ -86,17 +86,38 @@ export function clockAfter(last: string, slots: string): string {
  * (docs/protocol.md#where-threads-live). io-bridge's rows stand for those messages, so a thread
  * holds each once and its memory recalls each once.
  *
- * `src` names a relation of `(thread_id text, since timestamptz)`: the thread of each run that
- * ends, and when its run began. A copy is an assistant row of that thread stored since then that
- * io-bridge did not write: its JSON has no `agui` key (`metadata.agui`, mastra-rows.ts). In JSON
- * text `"agui":` can only be a key, since a string's quotes are escaped, so the test cannot be
- * fooled by what an answer says, and a row that is not JSON is kept.
+ * `src` names a relation of `(thread_id text, since timestamptz, until timestamptz)`: the thread
+ * of a run and the span it ran (`until` null: it is ending now). A copy is an assistant row of that
+ * thread stored in that span that io-bridge did not write: its JSON has no `agui` key
+ * (`metadata.agui`, mastra-rows.ts). In JSON text `"agui":` can only be a key, since a string's
+ * quotes are escaped, so the test cannot be fooled by what an answer says, and a row that is not
+ * JSON is kept.
  */
 export function dropAnswerCopies(src: string, p: string): string {
   return `
     ${p}copies AS (
       DELETE FROM mastra_messages m USING ${src} s
        WHERE m.thread_id = s.thread_id AND m."createdAt" >= (s.since AT TIME ZONE 'UTC')
+         AND (s.until IS NULL OR m."createdAt" <= (s.until AT TIME ZONE 'UTC'))
          AND m.role = 'assistant' AND strpos(m.content, '"agui":') = 0
       RETURNING m.id)`;
+}
+
+/**
+ * For dropAnswerCopies: the span of each run in `ended` (`id`, `started_at`, `stateless`) that
+ * stores into its thread in `locked` (`id`), and the span the thread's run before it ran, both
+ * owned by `owner` (a SQL expression). The run before is there because a run stopped mid-answer (a
+ * cancel) ends before the memory saves what it had, as the aborted stream winds down.
+ */
+export function runSpans(ended: string, locked: string, owner: string): string {
+  return `
+    SELECT l.id AS thread_id, e.started_at AS since, NULL::timestamptz AS until FROM ${ended} e, ${locked} l
+     WHERE NOT e.stateless
+    UNION ALL
+    SELECT l.id, b.started_at, b.finished_at FROM ${ended} e, ${locked} l, LATERAL (
+             SELECT r.started_at, r.finished_at FROM runs r
+              WHERE r.resource_id = ${owner} AND r.thread_id = l.id AND r.id <> e.id
+                AND r.finished_at IS NOT NULL AND NOT r.stateless
+              ORDER BY r.started_at DESC LIMIT 1) AS b
+     WHERE NOT e.stateless`;
 }

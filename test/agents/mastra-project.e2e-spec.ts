@@ -624,10 +624,53 @@ describe('a Mastra project’s agent with observational memory', () => {
     expect(stored.rows.map((r) => r.activeObservations).join('\n')).toContain('favourite colour is teal');
   });
 
+  it('a run cancelled mid-answer: what the memory saved as it wound down is gone by the next run’s end', async () => {
+    const threadId = `thread-om-cancel-${Date.now()}`;
+    const turn = (text: string) => runInput(text, { threadId, forwardedProps: memoryOf(threadId) });
+    await runOn(
+      service,
+      turn(
+        'Please remember this about me: my favourite colour is teal, I live by the sea, and I drink my tea without sugar every morning.',
+      ),
+      { 'x-resource-id': 'tess' },
+    );
+    // Past the threshold: the memory observes as the run begins, and saves its copy again once cancelled.
+    model.enqueue({ hang: 'Let me think ' });
+    const input = turn(
+      'And remember that my cat is called Juniper and she sleeps on the windowsill all afternoon long.',
+    );
+    const live = await openRun(`${service.base}/run`, input, { 'x-resource-id': 'tess' });
+    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
+    const cancel = await fetch(`${service.base}/runs/${input.runId}/cancel`, {
+      method: 'POST',
+      headers: { 'x-resource-id': 'tess' },
+    });
+    expect(cancel.status).toBe(202);
+    expect((await live.done).at(-1)!.event.type).toBe('RUN_ERROR');
+    expect((await runOn(service, turn('Thanks.'), { 'x-resource-id': 'tess' })).at(-1)!.event.type).toBe(
+      'RUN_FINISHED',
+    );
+    const rows = await db((c) =>
+      c.query<{ role: string; content: string }>(
+        `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt", id`,
+        [threadId],
+      ),
+    );
+    expect(rows.rows.filter((r) => !r.content.includes('"agui":')).map((r) => r.role)).toEqual([]);
+    expect(rows.rows.map((r) => r.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
+  });
+
   it('leaves each answer in the thread once, and in the model’s prompt at most once', async () => {
     const threadId = `thread-om-once-${Date.now()}`;
     const turn = (text: string) => runInput(text, { threadId, forwardedProps: memoryOf(threadId) });
-    const answered = model.requests.length;
+    const answers: string[] = [];
     // Observed turns (past the threshold) and turns that are not: the memory saves both kinds itself.
     for (const text of [
       'Please remember this about me: my favourite colour is teal, I live by the sea, and I drink my tea without sugar every morning.',
@@ -637,9 +680,10 @@ describe('a Mastra project’s agent with observational memory', () => {
     ]) {
       const frames = await runOn(service, turn(text), { 'x-resource-id': 'tess' });
       expect(frames.at(-1)!.event.type).toBe('RUN_FINISHED');
+      answers.push(shownText(frames));
     }
-    const answers = model.requests.slice(answered).map((_, i) => `Noted ${answered + i + 1}.`);
-    expect(answers).toHaveLength(4);
+    // Each answer its own (`Noted <n>.`), so a copy of one is told apart.
+    expect(new Set(answers).size).toBe(4);
     // The store: each answer in one row (the observer's copies gave way to io-bridge's rows).
     const rows = await db((c) =>
       c.query<{ role: string; content: string }>(

@@ -10,7 +10,7 @@ import { queryPrepared } from '../../database/prepared';
 import { MastraRow } from '../../threads/mastra-format';
 import { StoredMessage } from '../../threads/message-format';
 import { messagesOf, placeMessages, rowId } from '../../threads/mastra-rows';
-import { clockAfter, dropAnswerCopies, storePlacedRows } from '../../threads/store-rows';
+import { clockAfter, dropAnswerCopies, runSpans, storePlacedRows } from '../../threads/store-rows';
 import { MESSAGE_ROW_COLUMNS, MessagesRepository } from '../../threads/messages.repository';
 import { ThreadsRepository } from '../../threads/threads.repository';
 import { TokenUsage, tokensOf } from '../../protocol/usage';
@@ -324,7 +324,7 @@ export class ConversationStore {
           RETURNING id, io_bridge_last_message_at AS last),
        src AS (SELECT id AS thread_id, $2::text AS resource_id, $7::jsonb AS placed, last, true AS write FROM clock),
        ${storePlacedRows('src', 'p_')},
-       runs_ended AS (SELECT l.id AS thread_id, e.started_at AS since FROM ended e, locked l WHERE NOT e.stateless),
+       runs_ended AS (${runSpans('ended', 'locked', '$2')}),
        ${dropAnswerCopies('runs_ended', 'c_')}
        SELECT count(*) FROM ended`,
       [

@@ -132,7 +132,7 @@ export class LapsedRunsRepository {
            FROM owned o JOIN clock c ON c.id = o.thread_id),
        ${storePlacedRows('src', 'p_')},
        runs_ended AS (
-         SELECT l.thread_id, l.started_at AS since FROM lapsed l
+         SELECT l.thread_id, l.started_at AS since, NULL::timestamptz AS until FROM lapsed l
            JOIN mastra_threads t ON t.id = l.thread_id AND t."resourceId" = l.resource_id
           WHERE NOT l.stateless),
        ${dropAnswerCopies('runs_ended', 'c_')}
