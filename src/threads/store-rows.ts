@@ -44,7 +44,7 @@ export function storePlacedRows(src: string, p: string): string {
                    AND strpos(m.content, a.answer->>'needle') > 0
                    AND EXISTS (SELECT 1 FROM jsonb_array_elements(io_bridge_parts(m.content)) AS part
                                 WHERE part->'toolInvocation'->>'toolCallId' = a.answer->>'toolCallId')
-                 ORDER BY strpos(m.content, '"agui":') > 0 DESC, m."createdAt" DESC LIMIT 1)
+                 ORDER BY ${placedByIoBridge('m')} DESC, m."createdAt" DESC LIMIT 1)
                LIMIT 1) AS h),
     ${p}orphans AS (
       SELECT a.*, row_number() OVER (PARTITION BY a.thread_id ORDER BY a.ord) AS n FROM ${p}answers a
@@ -81,6 +81,15 @@ export function clockAfter(last: string, slots: string): string {
 }
 
 /**
+ * Whether row `m` (a `mastra_messages` alias) is one io-bridge wrote: its JSON has an `agui` key
+ * (`metadata.agui`, mastra-rows.ts). In JSON text `"agui":` can only be a key, since a string's
+ * quotes are escaped, so what a message says cannot fool it, and a row that is not JSON is not one.
+ */
+export function placedByIoBridge(m: string): string {
+  return `strpos(${m}.content, '"agui":') > 0`;
+}
+
+/**
  * Deletes the copies of a run's answer that a processor of its agent saved itself: Mastra's
  * observational memory saves each turn it sees, its own way, under ids of its own
  * (docs/protocol.md#where-threads-live). io-bridge's rows stand for those messages, so a thread
@@ -88,10 +97,7 @@ export function clockAfter(last: string, slots: string): string {
  *
  * `src` names a relation of `(thread_id text, since timestamptz, until timestamptz)`: the thread
  * of a run and the span it ran (`until` null: it is ending now). A copy is an assistant row of that
- * thread stored in that span that io-bridge did not write: its JSON has no `agui` key
- * (`metadata.agui`, mastra-rows.ts). In JSON text `"agui":` can only be a key, since a string's
- * quotes are escaped, so the test cannot be fooled by what an answer says, and a row that is not
- * JSON is kept.
+ * thread stored in that span that io-bridge did not write (placedByIoBridge).
  */
 export function dropAnswerCopies(src: string, p: string): string {
   return `
@@ -99,7 +105,7 @@ export function dropAnswerCopies(src: string, p: string): string {
       DELETE FROM mastra_messages m USING ${src} s
        WHERE m.thread_id = s.thread_id AND m."createdAt" >= (s.since AT TIME ZONE 'UTC')
          AND (s.until IS NULL OR m."createdAt" <= (s.until AT TIME ZONE 'UTC'))
-         AND m.role = 'assistant' AND strpos(m.content, '"agui":') = 0
+         AND m.role = 'assistant' AND NOT ${placedByIoBridge('m')}
       RETURNING m.id)`;
 }
 

@@ -34,6 +34,34 @@ async function runOn(service: BuiltService, body: unknown, headers: Record<strin
   return parseFrames(text).frames;
 }
 
+/** A thread's rows as Mastra's memory stores them, in its order (time, then id). */
+const threadRows = (threadId: string) =>
+  db((c) =>
+    c.query<{ role: string; content: string }>(
+      `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt", id`,
+      [threadId],
+    ),
+  ).then((r) => r.rows);
+
+/**
+ * Starts `input` on replica `a`, kills it (`kill -9`) at the answer's first words, and follows the
+ * run on replica `b`, which continues it once the lease lapses: every frame the client saw.
+ */
+async function killedMidAnswer(
+  a: BuiltService,
+  b: BuiltService,
+  input: ReturnType<typeof runInput>,
+  leaseMs: number,
+) {
+  const live = await openRun(`${a.base}/run`, input, { 'x-resource-id': 'gina' });
+  await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
+  a.kill();
+  await live.done.catch(() => undefined);
+  const seen = [...live.frames];
+  const rest = await rejoin(b.base, input.runId, seen.at(-1)!.id, leaseMs + 20_000);
+  return [...seen, ...(await rest.done)];
+}
+
 const systemOf = (request: { messages: Array<Record<string, any>> }) =>
   request.messages
     .filter((m) => m.role === 'system')
@@ -650,21 +678,9 @@ describe('a Mastra project’s agent with observational memory', () => {
     expect((await runOn(service, turn('Thanks.'), { 'x-resource-id': 'tess' })).at(-1)!.event.type).toBe(
       'RUN_FINISHED',
     );
-    const rows = await db((c) =>
-      c.query<{ role: string; content: string }>(
-        `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt", id`,
-        [threadId],
-      ),
-    );
-    expect(rows.rows.filter((r) => !r.content.includes('"agui":')).map((r) => r.role)).toEqual([]);
-    expect(rows.rows.map((r) => r.role)).toEqual([
-      'user',
-      'assistant',
-      'user',
-      'assistant',
-      'user',
-      'assistant',
-    ]);
+    const rows = await threadRows(threadId);
+    expect(rows.filter((r) => !r.content.includes('"agui":')).map((r) => r.role)).toEqual([]);
+    expect(rows.map((r) => r.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
   });
 
   it('leaves each answer in the thread once, and in the model’s prompt at most once', async () => {
@@ -685,15 +701,10 @@ describe('a Mastra project’s agent with observational memory', () => {
     // Each answer its own (`Noted <n>.`), so a copy of one is told apart.
     expect(new Set(answers).size).toBe(4);
     // The store: each answer in one row (the observer's copies gave way to io-bridge's rows).
-    const rows = await db((c) =>
-      c.query<{ role: string; content: string }>(
-        `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt", id`,
-        [threadId],
-      ),
-    );
+    const rows = await threadRows(threadId);
     for (const answer of answers)
-      expect(rows.rows.filter((r) => r.content.includes(answer)).map((r) => r.role)).toEqual(['assistant']);
-    expect(rows.rows.map((r) => r.role)).toEqual(Array(4).fill(['user', 'assistant']).flat());
+      expect(rows.filter((r) => r.content.includes(answer)).map((r) => r.role)).toEqual(['assistant']);
+    expect(rows.map((r) => r.role)).toEqual(Array(4).fill(['user', 'assistant']).flat());
     // The thread as its owner reads it: four questions, four answers, once each.
     const listed = (await (
       await fetch(`${service.base}/threads/${threadId}/messages?format=agui`, {
@@ -825,13 +836,7 @@ describe('a Mastra project’s agent with memory, its replica killed mid-answer'
     const input = runInput('Where is order A-1003?', { threadId, forwardedProps: memoryOf(threadId) });
     // The first replica's provider call stops mid-answer; the continuation's answers whole.
     model.enqueue({ hang: 'Let me ' }, { text: ['Order A-1003 ', 'is packing.'] });
-    const live = await openRun(`${a.base}/run`, input, { 'x-resource-id': 'gina' });
-    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
-    a.kill();
-    await live.done.catch(() => undefined);
-    const seen = [...live.frames];
-    const rest = await rejoin(b.base, input.runId, seen.at(-1)!.id, LEASE_MS + 20_000);
-    const whole = [...seen, ...(await rest.done)];
+    const whole = await killedMidAnswer(a, b, input, LEASE_MS);
     assertStreamRules(whole, input);
     expect(whole.at(-1)!.event.type).toBe('RUN_FINISHED');
 
@@ -854,13 +859,8 @@ describe('a Mastra project’s agent with memory, its replica killed mid-answer'
       ['user', 'Where is order A-1003?'],
       ['assistant', 'Order A-1003 is packing.'],
     ]);
-    const remembered = await db((c) =>
-      c.query<{ role: string; content: string }>(
-        `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt"`,
-        [threadId],
-      ),
-    );
-    expect(remembered.rows.map((m) => [m.role, textOf(m.content)])).toEqual([
+    const remembered = await threadRows(threadId);
+    expect(remembered.map((m) => [m.role, textOf(m.content)])).toEqual([
       ['user', 'My name is Gina.'],
       ['assistant', 'Hi Gina.'],
       ['user', 'Where is order A-1003?'],
@@ -910,13 +910,7 @@ describe('a Mastra project’s agent with observational memory, its replica kill
     const question = 'Where is order A-1003, which I placed on Monday for the cottage by the sea?';
     const input = runInput(question, { threadId, forwardedProps: memoryOf(threadId) });
     model.enqueue({ hang: 'Let me ' }, { text: ['Order A-1003 ', 'is packing.'] });
-    const live = await openRun(`${a.base}/run`, input, { 'x-resource-id': 'gina' });
-    await live.waitFor((e) => e.type === 'TEXT_MESSAGE_CONTENT', 15_000);
-    a.kill();
-    await live.done.catch(() => undefined);
-    const seen = [...live.frames];
-    const rest = await rejoin(b.base, input.runId, seen.at(-1)!.id, LEASE_MS + 20_000);
-    const whole = [...seen, ...(await rest.done)];
+    const whole = await killedMidAnswer(a, b, input, LEASE_MS);
     assertStreamRules(whole, input);
     expect(whole.at(-1)!.event.type).toBe('RUN_FINISHED');
     expect(model.aside.length).toBeGreaterThan(0);
@@ -932,13 +926,8 @@ describe('a Mastra project’s agent with observational memory, its replica kill
       ['user', question],
       ['assistant', 'Order A-1003 is packing.'],
     ]);
-    const remembered = await db((c) =>
-      c.query<{ role: string; content: string }>(
-        `SELECT role, content FROM mastra_messages WHERE thread_id = $1 ORDER BY "createdAt", id`,
-        [threadId],
-      ),
-    );
-    expect(remembered.rows.map((m) => [m.role, textOf(m.content)])).toEqual([
+    const remembered = await threadRows(threadId);
+    expect(remembered.map((m) => [m.role, textOf(m.content)])).toEqual([
       ['user', said],
       ['assistant', 'Hi Gina.'],
       ['user', question],

@@ -2,6 +2,9 @@ import { db, startApp, TestApp } from '../support/app';
 import { memoryOf, openRun, postRun, runInput, shownText, types, uid } from '../support/sse';
 import { assertStreamRules } from '../support/stream-rules';
 
+/** A cursor made as the service makes them (a time and an id, base64url JSON), to forge bad ones. */
+const cursorOf = (parts: unknown) => Buffer.from(JSON.stringify(parts)).toString('base64url');
+
 const GET_CITY = {
   name: 'get_city',
   description: 'Asks the browser for the user city',
@@ -107,16 +110,15 @@ describe('threads and messages', () => {
     });
 
     it('refuses bad input with 400: limit out of range, bad cursor, bad body', async () => {
-      const threadCursor = (parts: unknown) => Buffer.from(JSON.stringify(parts)).toString('base64url');
       // Times JavaScript reads and Postgres does not (year 0, text after the time), and a NUL in the id.
       for (const q of [
         'limit=0',
         'limit=101',
         'limit=abc',
         'cursor=nope',
-        `cursor=${threadCursor(['0000-01-01 00:00:00+00', 't'])}`,
-        `cursor=${threadCursor(['2020-01-01T00:00:00Z (x)', 't'])}`,
-        `cursor=${threadCursor(['2020-01-01 00:00:00.123456+00', 't\u0000'])}`,
+        `cursor=${cursorOf(['0000-01-01 00:00:00+00', 't'])}`,
+        `cursor=${cursorOf(['2020-01-01T00:00:00Z (x)', 't'])}`,
+        `cursor=${cursorOf(['2020-01-01 00:00:00.123456+00', 't\u0000'])}`,
       ]) {
         const res = await api(`/threads?${q}`);
         expect(res.status).toBe(400);
@@ -131,17 +133,16 @@ describe('threads and messages', () => {
       expect(unknownAgent.status).toBe(404);
       const thread = await (await api('/threads', { method: 'POST', body: '{}' })).json();
       // Cursors that are not one: not JSON, a day that does not exist, a time without its microseconds, too long.
-      const cursor = (parts: unknown) => Buffer.from(JSON.stringify(parts)).toString('base64url');
       for (const q of [
         'limit=0',
         'limit=501',
         'format=html',
         'before=x',
-        `before=${cursor(['2026-02-30T00:00:00.000000', 'm1'])}`,
-        `before=${cursor(['2026-02-01T00:00:00', 'm1'])}`,
-        `before=${cursor(['2026-02-01T00:00:00.000000', 7])}`,
-        `before=${cursor(['0000-02-01T00:00:00.000000', 'm1'])}`,
-        `before=${cursor(['2026-02-01T00:00:00.000000', 'm\u0000'])}`,
+        `before=${cursorOf(['2026-02-30T00:00:00.000000', 'm1'])}`,
+        `before=${cursorOf(['2026-02-01T00:00:00', 'm1'])}`,
+        `before=${cursorOf(['2026-02-01T00:00:00.000000', 7])}`,
+        `before=${cursorOf(['0000-02-01T00:00:00.000000', 'm1'])}`,
+        `before=${cursorOf(['2026-02-01T00:00:00.000000', 'm\u0000'])}`,
         `before=${'a'.repeat(1001)}`,
       ]) {
         const res = await api(`/threads/${thread.id}/messages?${q}`);
