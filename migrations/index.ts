@@ -15,6 +15,7 @@ import { RunQueue1764692600000 } from './1764692600000-run-queue';
 import { RunWriteFence1764692900000 } from './1764692900000-run-write-fence';
 import { MastraMemoryTables1764693000000 } from './1764693000000-mastra-memory-tables';
 import { OneThreadStore1764693100000 } from './1764693100000-one-thread-store';
+import { ResponseBoundaries1764693200000 } from './1764693200000-response-boundaries';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -35,4 +36,5 @@ export const migrations = [
   RunWriteFence1764692900000,
   MastraMemoryTables1764693000000,
   OneThreadStore1764693100000,
+  ResponseBoundaries1764693200000,
 ];

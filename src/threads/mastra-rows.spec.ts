@@ -46,6 +46,19 @@ describe('placeMessages', () => {
     expect(placed.rows.map(stored).flatMap(messagesOf)).toEqual(messages);
   });
 
+  it('marks each assistant row with Mastra’s response boundary, and no other', () => {
+    const placed = placeMessages('thread-1', [
+      { id: 'u1', role: 'user', content: 'Hi' },
+      { id: 'a1', role: 'assistant', toolCalls: [call('c1')] },
+      { id: 's1', role: 'system', content: 'Be brief.' },
+    ]);
+    expect(placed.rows.map((r) => JSON.parse(r.content).metadata.mastra)).toEqual([
+      undefined,
+      { responseBoundary: true },
+      undefined,
+    ]);
+  });
+
   it('gives a message the same row id in its thread every time, and another in another thread', () => {
     expect(rowId('thread-1', 'm1')).toBe(rowId('thread-1', 'm1'));
     expect(rowId('thread-1', 'm1')).not.toBe(rowId('thread-2', 'm1'));

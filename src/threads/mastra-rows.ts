@@ -37,7 +37,7 @@ export type RowContent = {
   parts: Part[];
   /** The text of a user or system message, where Mastra keeps it too. */
   content?: string;
-  metadata: { agui: StoredMessage[] };
+  metadata: { agui: StoredMessage[]; mastra?: { responseBoundary: true } };
 };
 
 /** A row to store: its id, role and content (JSON text). */
@@ -161,6 +161,9 @@ type Building = { id: string; role: MastraRole; parts: Part[]; agui: StoredMessa
 
 function serialize(row: Building): PlacedRow {
   const content: RowContent = { format: 2, parts: row.parts, metadata: { agui: row.agui } };
+  // Mastra's mark that ends a response: a run that goes on from this row answers in rows of its own,
+  // never folded into this one (docs/protocol.md#where-threads-live).
+  if (row.role === 'assistant') content.metadata.mastra = { responseBoundary: true };
   const text = row.role !== 'assistant' ? textOf(row.agui[0]?.content) : '';
   if (text) content.content = text;
   return { id: row.id, role: row.role, content: JSON.stringify(content) };

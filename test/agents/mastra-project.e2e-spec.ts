@@ -12,6 +12,7 @@ import { rejoin } from '../support/durable';
 import { Frame, memoryOf, openRun, parseFrames, postRun, runInput, shownText, types } from '../support/sse';
 import { titlesAnswered } from '../support/prompt-script';
 import { assertStreamRules } from '../support/stream-rules';
+import type { RunInput } from '../../packages/conformance/src/stream-rules';
 
 /**
  * A team's own Mastra project served through MASTRA_ENTRY (docs/agents.md#your-own-mastra-project):
@@ -61,6 +62,16 @@ async function killedMidAnswer(
   const rest = await rejoin(b.base, input.runId, seen.at(-1)!.id, leaseMs + 20_000);
   return [...seen, ...(await rest.done)];
 }
+
+/** A run on thread `threadId`, stored in its memory, that approves interrupt `interruptId` (a 1.x client). */
+const approving = (threadId: string, interruptId: string) => ({
+  threadId,
+  runId: `run-resume-${Date.now()}`,
+  messages: [],
+  protocolVersion: '1.0',
+  resume: [{ interruptId, status: 'resolved', payload: { approved: true } }],
+  forwardedProps: memoryOf(threadId),
+});
 
 const systemOf = (request: { messages: Array<Record<string, any>> }) =>
   request.messages
@@ -247,14 +258,7 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
       interrupts: [{ reason: 'tool_approval', toolCallId: 'call_c' }],
     });
     model.enqueue({ text: ['Order A-1002 is cancelled.'] });
-    const resume = {
-      threadId,
-      runId: `run-resume-${Date.now()}`,
-      messages: [],
-      protocolVersion: '1.0',
-      resume: [{ interruptId: outcome.interrupts[0].id, status: 'resolved', payload: { approved: true } }],
-      forwardedProps: memoryOf(threadId),
-    };
+    const resume = approving(threadId, outcome.interrupts[0].id);
     const resumed = await run('frank', resume);
     assertStreamRules(resumed, resume);
     const result = resumed.find((f: Frame) => f.event.type === 'TOOL_CALL_RESULT')!.event;
@@ -605,8 +609,32 @@ describe('a Mastra project in JavaScript: models chosen per request, and fallbac
 
 describe('a Mastra project’s agent with observational memory', () => {
   const OBSERVER = 'You are the memory consciousness of an AI assistant';
+  /** A first turn long enough that the memory observes the thread on the next. */
+  const PAST_THRESHOLD =
+    'Please remember this about me: my favourite colour is teal, I live by the sea, and I drink my tea without sugar every morning.';
+  /**
+   * After a turn that went on from a call (asked in the second turn, answered in the third) and one
+   * more: the answer and the call's result are each in one row, and the rows are io-bridge's.
+   */
+  const storedOnce = async (threadId: string, answer: string, result: string) => {
+    const rows = await threadRows(threadId);
+    expect(rows.filter((r) => r.content.includes(answer)).map((r) => r.role)).toEqual(['assistant']);
+    expect(rows.filter((r) => r.content.includes(result)).length).toBe(1);
+    const turns = ['user', 'assistant', 'user', 'assistant', 'assistant', 'user', 'assistant'];
+    expect(rows.map((r) => r.role)).toEqual(turns);
+    expect(rows.filter((r) => !r.content.includes('"agui":'))).toEqual([]);
+  };
   let model: OpenAiServer;
   let service: BuiltService;
+  /** Runs `input`, a turn that goes on from a call, then `next`: the answer, in a well-formed stream. */
+  const wentOn = async (input: RunInput, next: RunInput) => {
+    const frames = await runOn(service, input, { 'x-resource-id': 'tess' });
+    assertStreamRules(frames, input);
+    const text = shownText(frames);
+    expect(text).toMatch(/^Noted \d+\.$/);
+    await runOn(service, next, { 'x-resource-id': 'tess' });
+    return text;
+  };
   beforeAll(async () => {
     let answers = 0;
     model = await startOpenAiServer(() => ({ text: [`Noted ${++answers}.`] }), {
@@ -629,9 +657,7 @@ describe('a Mastra project’s agent with observational memory', () => {
   it('observes a thread past its threshold and gives the agent the observations, in well-formed streams', async () => {
     const threadId = `thread-om-${Date.now()}`;
     const turn = (text: string) => runInput(text, { threadId, forwardedProps: memoryOf(threadId) });
-    const first = turn(
-      'Please remember this about me: my favourite colour is teal, I live by the sea, and I drink my tea without sugar every morning.',
-    );
+    const first = turn(PAST_THRESHOLD);
     const second = turn('What is my favourite colour? Answer in one word, and tell me where I live as well.');
     for (const input of [first, second]) {
       const frames = await runOn(service, input, { 'x-resource-id': 'tess' });
@@ -655,13 +681,7 @@ describe('a Mastra project’s agent with observational memory', () => {
   it('a run cancelled mid-answer: what the memory saved as it wound down is gone by the next run’s end', async () => {
     const threadId = `thread-om-cancel-${Date.now()}`;
     const turn = (text: string) => runInput(text, { threadId, forwardedProps: memoryOf(threadId) });
-    await runOn(
-      service,
-      turn(
-        'Please remember this about me: my favourite colour is teal, I live by the sea, and I drink my tea without sugar every morning.',
-      ),
-      { 'x-resource-id': 'tess' },
-    );
+    await runOn(service, turn(PAST_THRESHOLD), { 'x-resource-id': 'tess' });
     // Past the threshold: the memory observes as the run begins, and saves its copy again once cancelled.
     model.enqueue({ hang: 'Let me think ' });
     const input = turn(
@@ -689,7 +709,7 @@ describe('a Mastra project’s agent with observational memory', () => {
     const answers: string[] = [];
     // Observed turns (past the threshold) and turns that are not: the memory saves both kinds itself.
     for (const text of [
-      'Please remember this about me: my favourite colour is teal, I live by the sea, and I drink my tea without sugar every morning.',
+      PAST_THRESHOLD,
       'Thanks.',
       'And remember that my cat is called Juniper and she sleeps on the windowsill all afternoon long.',
       'Bye.',
@@ -718,6 +738,59 @@ describe('a Mastra project’s agent with observational memory', () => {
       .messages.filter((m) => m.role !== 'system')
       .map((m) => JSON.stringify(m.content));
     expect(new Set(said).size).toBe(said.length);
+  });
+
+  it('a turn that goes on from a frontend tool’s result in the next request: its answer once, not folded into the call’s row', async () => {
+    const threadId = `thread-om-tool-${Date.now()}`;
+    const tools = [
+      { name: 'pickColour', description: 'Asks the user for a colour', parameters: { type: 'object' } },
+    ];
+    const turn = (messages: unknown[]) => ({
+      ...runInput('', { threadId, tools, protocolVersion: '1.0' }),
+      messages,
+      forwardedProps: { ...memoryOf(threadId), clientProtocol: 'ag-ui' },
+    });
+    const say = (text: string) =>
+      turn([{ id: `msg-${text.length}-${Date.now()}`, role: 'user', content: text }]);
+    await runOn(service, say(PAST_THRESHOLD), { 'x-resource-id': 'tess' });
+    model.enqueue({ toolCalls: [{ id: 'call_pick', name: 'pickColour', arguments: '{}' }] });
+    const asked = await runOn(service, say('Let me pick a colour for the kitchen walls.'), {
+      'x-resource-id': 'tess',
+    });
+    expect(asked.at(-1)!.event.outcome).toEqual({ type: 'success', pendingToolCallIds: ['call_pick'] });
+    // The result, the AG-UI way: the next request carries it; the model goes on from it.
+    const answer = turn([
+      { id: `tool-${Date.now()}`, role: 'tool', toolCallId: 'call_pick', content: 'sage green' },
+    ]);
+    const text = await wentOn(answer, say('Bye.'));
+    // Without Mastra's response boundary on io-bridge's row of the call, the memory folded the
+    // answer into that row as well: the answer was stored twice.
+    await storedOnce(threadId, text, 'sage green');
+    // The last prompt: the call, its result and the answer at most once each (the memory may have
+    // observed them, and then gives the observations in their place).
+    const said = model.requests
+      .at(-1)!
+      .messages.filter((m) => m.role !== 'system')
+      .map((m) => JSON.stringify([m.role, m.content, m.tool_calls]));
+    expect(new Set(said).size).toBe(said.length);
+    expect(said.filter((m) => m.includes(text)).length).toBeLessThanOrEqual(1);
+    expect(said.filter((m) => m.includes('sage green')).length).toBeLessThanOrEqual(1);
+  });
+
+  it('a turn that goes on from an approval resumed in a later run: its answer once, not folded into the call’s row', async () => {
+    const threadId = `thread-om-approval-${Date.now()}`;
+    const props = memoryOf(threadId);
+    const say = (text: string) => runInput(text, { threadId, forwardedProps: props, protocolVersion: '1.0' });
+    await runOn(service, say(PAST_THRESHOLD), { 'x-resource-id': 'tess' });
+    model.enqueue({ toolCalls: [{ id: 'call_paint', name: 'paint', arguments: '{"room":"kitchen"}' }] });
+    const asked = await runOn(service, say('Paint the kitchen teal, please.'), { 'x-resource-id': 'tess' });
+    const outcome = asked.at(-1)!.event.outcome;
+    expect(outcome).toMatchObject({ type: 'interrupt', interrupts: [{ toolCallId: 'call_paint' }] });
+    const resume = approving(threadId, outcome.interrupts[0].id);
+    const text = await wentOn(resume, say('Bye.'));
+    // Without the call's message kept for its interrupt (its input streamed before Mastra's
+    // tool-call chunk), the resumed run stored the call again, in a row of its own.
+    await storedOnce(threadId, text, '"painted":true');
   });
 });
 

@@ -9,6 +9,8 @@ import type { StoredMessage } from '../../src/threads/message-format';
 
 /** The migrations before the one under test: the schema io-bridge had when it kept threads itself. */
 const BEFORE = migrations.slice(0, migrations.indexOf(OneThreadStore1764693100000));
+/** Those and the one under test. */
+const UP_TO = migrations.slice(0, migrations.indexOf(OneThreadStore1764693100000) + 1);
 
 const A_MESSAGES: StoredMessage[] = [
   { id: 'u1', role: 'user', content: 'Weather in Paris?' },
@@ -131,7 +133,6 @@ describe('migration OneThreadStore1764693100000 on a database of the schema befo
     await admin.connect();
     await admin.query(`CREATE DATABASE ${database}`);
     await admin.end();
-    expect(BEFORE.length).toBe(migrations.length - 1);
     await migrate(BEFORE);
     client = new Client({ connectionString: url.toString() });
     await client.connect();
@@ -170,7 +171,7 @@ describe('migration OneThreadStore1764693100000 on a database of the schema befo
     await mastraThread('thread-f', 'alice', '', {}, '2025-01-06T09:00:00Z');
     await mastraRow('mastra-f1', 'thread-f', 'alice', 'user', 'Only in Mastra', '2025-01-06T10:00:01Z');
 
-    expect(await migrate(migrations)).toEqual(['OneThreadStore1764693100000']);
+    expect(await migrate(UP_TO)).toEqual(['OneThreadStore1764693100000']);
   });
 
   afterAll(async () => {
@@ -365,5 +366,45 @@ describe('migration OneThreadStore1764693100000 on a database of the schema befo
     expect(await parts('not json')).toEqual([]);
     expect(await parts('{"format":2}')).toEqual([]);
     expect(await parts(row.content)).toEqual(JSON.parse(row.content).parts);
+  });
+
+  it('then ResponseBoundaries1764693200000 marks the assistant rows io-bridge stored without the mark, and nothing else', async () => {
+    const [a] = placeMessages('thread-g', [{ id: 'g1', role: 'assistant', content: 'Old answer' }]).rows;
+    const unmarked = JSON.parse(a.content) as { metadata: Record<string, unknown> };
+    delete unmarked.metadata.mastra;
+    const rows: Array<[string, string, string]> = [
+      ['io-bridge-old', 'assistant', JSON.stringify(unmarked)],
+      [
+        'mastra-own',
+        'assistant',
+        JSON.stringify({ format: 2, parts: [{ type: 'text', text: 'Mastra said' }] }),
+      ],
+      ['not-json', 'assistant', 'text with "agui": in it'],
+      [
+        'io-bridge-user',
+        'user',
+        placeMessages('thread-g', [{ id: 'g0', role: 'user', content: 'Hi' }]).rows[0].content,
+      ],
+    ];
+    for (const [id, role, content] of rows)
+      await client.query(
+        `INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "createdAtZ", "resourceId")
+         VALUES ($1, 'thread-g', $2, $3, 'v2', now() AT TIME ZONE 'UTC', now(), 'alice')`,
+        [id, content, role],
+      );
+    expect(await migrate(migrations)).toEqual(['ResponseBoundaries1764693200000']);
+    const after = new Map(
+      (
+        await client.query<{ id: string; content: string }>(
+          `SELECT id, content FROM mastra_messages WHERE thread_id = 'thread-g'`,
+        )
+      ).rows.map((r) => [r.id, r.content]),
+    );
+    expect(JSON.parse(after.get('io-bridge-old')!)).toEqual(JSON.parse(a.content));
+    expect(JSON.parse(after.get('io-bridge-old')!).metadata.mastra).toEqual({ responseBoundary: true });
+    for (const [id, , content] of rows.slice(1)) expect(after.get(id)).toBe(content);
+    // Rows the move placed were marked as they were written.
+    const [, call] = await rowsOf('thread-a');
+    expect(JSON.parse(call.content).metadata.mastra).toEqual({ responseBoundary: true });
   });
 });

@@ -40,9 +40,12 @@ export class RunToolCalls implements ChunkScreen {
       if (this.frontendCalls?.has(p.toolCallId)) this.abandon(p.toolCallId);
     }
     if (chunk.type === 'tool-call') {
+      // Its TOOL_CALL_START may have been shown first (the call's input streamed): keep its message.
+      const shown = this.calls?.get(p.toolCallId);
       (this.calls ??= new Map()).set(p.toolCallId, {
         toolName: this.run.aliases.client(p.toolName),
         args: p.args,
+        messageId: shown?.messageId,
       });
       if (this.run.frontendTools[p.toolName] !== undefined)
         return this.registerFrontendCall(p.toolCallId, p.toolName);
