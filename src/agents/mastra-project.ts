@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { satisfies } from 'semver';
 import type { RequestContext } from '@mastra/core/request-context';
 import type { Tool } from '@mastra/core/tools';
 import { ConfigError } from '../config/config';
@@ -82,7 +83,7 @@ export function agentProblem(value: unknown): string | undefined {
   }
   const missing = AGENT_METHODS.filter((method) => typeof agent[method] !== 'function');
   if (missing.length) {
-    return `lacks ${missing.join(', ')}: not a Mastra Agent of a supported @mastra/core (1.x, see docs/agents.md)`;
+    return `lacks ${missing.join(', ')}: not a Mastra Agent of a supported @mastra/core (${SUPPORTED_MASTRA}, see docs/agents.md)`;
   }
   if (agent.model === undefined) return 'has no model';
   return undefined;
@@ -92,10 +93,16 @@ export function agentProblem(value: unknown): string | undefined {
 const problem = (source: string, reason: string) => ConfigError.invalid([`${source} ${reason}`]);
 
 /**
- * The major version of `@mastra/core` io-bridge serves (tested with 1.71): the major of the peer
- * dependency in package.json (docs/agents.md#your-own-mastra-project).
+ * The versions of `@mastra/core` io-bridge serves: its peer dependency in package.json
+ * (docs/agents.md#your-own-mastra-project).
  */
-export const SUPPORTED_MASTRA_MAJOR = 1;
+export const SUPPORTED_MASTRA = '^1.71.0';
+
+/** Stops start-up when `version` (the `@mastra/core` a project resolves) is not one io-bridge serves. */
+function checkMastraVersion(source: string, version: string | undefined): void {
+  if (version && !satisfies(version, SUPPORTED_MASTRA, { includePrerelease: true }))
+    throw problem(source, `uses @mastra/core ${version}; io-bridge serves @mastra/core ${SUPPORTED_MASTRA}`);
+}
 
 /** The version of the `@mastra/core` a module at `path` imports, or undefined when it resolves none. */
 function mastraVersionFor(path: string): string | undefined {
@@ -122,7 +129,7 @@ function mastraVersionFor(path: string): string | undefined {
  * (extensionless relative imports, which Node's type stripping alone cannot load: tsx loads it), and
  * returns its `mastra` export's agents. `DATABASE_URL`, when unset, is set to io-bridge's database
  * first (the embedded one by default), so a project whose storage reads it needs nothing more. A
- * module io-bridge cannot use, or one on a `@mastra/core` of another major version, stops start-up
+ * module io-bridge cannot use, or one on a `@mastra/core` io-bridge does not serve, stops start-up
  * with one line naming MASTRA_ENTRY and the reason.
  */
 export async function loadMastraProject(entry: string, databaseUrl?: string): Promise<MastraProject> {
@@ -132,12 +139,7 @@ export async function loadMastraProject(entry: string, databaseUrl?: string): Pr
   if (databaseUrl && !process.env.DATABASE_URL) process.env.DATABASE_URL = databaseUrl;
   if (!existsSync(path)) throw problem(source, `does not exist (${path})`);
   const version = mastraVersionFor(path);
-  if (version && Number(version.split('.')[0]) !== SUPPORTED_MASTRA_MAJOR) {
-    throw problem(
-      source,
-      `uses @mastra/core ${version}; io-bridge serves @mastra/core ${SUPPORTED_MASTRA_MAJOR}.x`,
-    );
-  }
+  checkMastraVersion(source, version);
   let exported: Record<string, unknown>;
   try {
     const { tsImport } = await import('tsx/esm/api');
@@ -159,7 +161,9 @@ export async function loadMastraProject(entry: string, databaseUrl?: string): Pr
 /** The Mastra instance a host Nest app gave (`IoBridgeModule.forRoot({ mastra })`), with the `@mastra/core` its app resolves. */
 export function hostProjectOf(mastra: MastraInstance): Promise<MastraProject> {
   const source = 'IoBridgeModule.forRoot({ mastra })';
-  return mastraProjectOf(mastra, source, mastraVersionFor(join(process.cwd(), 'package.json')), source);
+  const version = mastraVersionFor(join(process.cwd(), 'package.json'));
+  checkMastraVersion(source, version);
+  return mastraProjectOf(mastra, source, version, source);
 }
 
 /** A Mastra instance as io-bridge uses one, by its shape. */

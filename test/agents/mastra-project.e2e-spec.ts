@@ -814,7 +814,7 @@ describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line namin
       child.on('exit', (code) => resolve({ code, output }));
     });
 
-  it.each([
+  it.each<[string, () => string, RegExp]>([
     [
       'a file that does not exist',
       () => join(dir, 'missing.ts'),
@@ -839,21 +839,27 @@ describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line namin
       },
       /MASTRA_ENTRY: .*not-agent\.ts agent 'helper' lacks getDescription/,
     ],
-    [
-      'a project on another major version of @mastra/core',
-      () => {
-        const core = join(dir, 'v2', 'node_modules', '@mastra', 'core');
-        mkdirSync(core, { recursive: true });
-        writeFileSync(
-          join(core, 'package.json'),
-          '{"name":"@mastra/core","version":"2.0.0","main":"index.js"}',
-        );
-        writeFileSync(join(core, 'index.js'), 'module.exports = {};\n');
-        writeFileSync(join(dir, 'v2', 'index.mjs'), 'export const mastra = { listAgents: () => ({}) };\n');
-        return join(dir, 'v2', 'index.mjs');
-      },
-      /MASTRA_ENTRY: .*index\.mjs uses @mastra\/core 2\.0\.0; io-bridge serves @mastra\/core 1\.x/,
-    ],
+    ...['2.0.0', '1.40.0'].map(
+      (version) =>
+        [
+          `a project on @mastra/core ${version}, outside the peer dependency’s range`,
+          () => {
+            const project = join(dir, `v${version}`);
+            const core = join(project, 'node_modules', '@mastra', 'core');
+            mkdirSync(core, { recursive: true });
+            writeFileSync(
+              join(core, 'package.json'),
+              JSON.stringify({ name: '@mastra/core', version, main: 'index.js' }),
+            );
+            writeFileSync(join(core, 'index.js'), 'module.exports = {};\n');
+            writeFileSync(join(project, 'index.mjs'), 'export const mastra = { listAgents: () => ({}) };\n');
+            return join(project, 'index.mjs');
+          },
+          new RegExp(
+            `MASTRA_ENTRY: .*index\\.mjs uses @mastra/core ${version.replaceAll('.', '\\.')}; io-bridge serves @mastra/core \\^1\\.71\\.0`,
+          ),
+        ] as [string, () => string, RegExp],
+    ),
     [
       'a module that throws',
       () => {
