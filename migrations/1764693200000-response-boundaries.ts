@@ -1,11 +1,13 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Marks the assistant rows io-bridge stored before it marked them as it writes them: each carries
- * Mastra's response boundary (`metadata.mastra.responseBoundary`), so a run that goes on from a row
- * (a tool result in a later run, a resumed approval) never has its answer folded into that row by a
- * processor that saves the turn itself (docs/protocol.md#where-threads-live). A row that is not
- * io-bridge's, or not JSON, is left as it is.
+ * Mastra's response boundary (`metadata.mastra.responseBoundary`) on the rows a run can go on from,
+ * so a processor that saves the turn itself never folds the answer into one of them
+ * (docs/protocol.md#where-threads-live):
+ * - the assistant rows io-bridge stored before it marked them as it writes them (a row that is not
+ *   io-bridge's, or not JSON, is left as it is);
+ * - a row `io_bridge_answered` writes a tool result into, a row Mastra wrote included: that function
+ *   becomes the one before it (`io_bridge_answered_parts`), then the mark.
  */
 export class ResponseBoundaries1764693200000 implements MigrationInterface {
   name = 'ResponseBoundaries1764693200000';
@@ -28,9 +30,21 @@ export class ResponseBoundaries1764693200000 implements MigrationInterface {
       UPDATE mastra_messages SET content = pg_temp.io_bridge_bounded(content)
        WHERE role = 'assistant' AND strpos(content, '"agui":') > 0 AND strpos(content, '"responseBoundary"') = 0`);
     await q.query(`DROP FUNCTION pg_temp.io_bridge_bounded(text)`);
+    await q.query(`ALTER FUNCTION io_bridge_answered(text, jsonb) RENAME TO io_bridge_answered_parts`);
+    await q.query(`
+      CREATE FUNCTION io_bridge_answered(content text, answers jsonb) RETURNS text
+      LANGUAGE sql IMMUTABLE AS $fn$
+        SELECT jsonb_set(r, '{metadata}',
+                 CASE WHEN jsonb_typeof(r->'metadata') = 'object' THEN r->'metadata' ELSE '{}' END || jsonb_build_object('mastra',
+                 CASE WHEN jsonb_typeof(r->'metadata'->'mastra') = 'object' THEN r->'metadata'->'mastra' ELSE '{}' END
+                 || '{"responseBoundary": true}'))::text
+          FROM (SELECT io_bridge_answered_parts(content, answers)::jsonb AS r) AS answered
+      $fn$`);
   }
 
-  async down(): Promise<void> {
+  async down(q: QueryRunner): Promise<void> {
     // The marks stay: Mastra's own, they change nothing for the build before this one.
+    await q.query(`DROP FUNCTION io_bridge_answered(text, jsonb)`);
+    await q.query(`ALTER FUNCTION io_bridge_answered_parts(text, jsonb) RENAME TO io_bridge_answered`);
   }
 }

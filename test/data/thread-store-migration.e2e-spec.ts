@@ -406,5 +406,31 @@ describe('migration OneThreadStore1764693100000 on a database of the schema befo
     // Rows the move placed were marked as they were written.
     const [, call] = await rowsOf('thread-a');
     expect(JSON.parse(call.content).metadata.mastra).toEqual({ responseBoundary: true });
+    // A result written into a row marks it, a row Mastra wrote too (its other metadata kept).
+    const mastraCall = {
+      format: 2,
+      parts: [
+        {
+          type: 'tool-invocation',
+          toolInvocation: { state: 'call', toolCallId: 'c7', toolName: 'x', args: {} },
+        },
+      ],
+      metadata: { mastra: { other: 1 }, k: 'v' },
+    };
+    const answer = { id: 't7', role: 'tool', toolCallId: 'c7', content: '"ok"' };
+    const { rows: answered } = await client.query<{ c: string }>(
+      `SELECT io_bridge_answered($1, $2::jsonb) AS c`,
+      [JSON.stringify(mastraCall), JSON.stringify([{ toolCallId: 'c7', result: 'ok', message: answer }])],
+    );
+    expect(JSON.parse(answered[0].c)).toEqual({
+      format: 2,
+      parts: [
+        {
+          type: 'tool-invocation',
+          toolInvocation: { state: 'result', toolCallId: 'c7', toolName: 'x', args: {}, result: 'ok' },
+        },
+      ],
+      metadata: { mastra: { other: 1, responseBoundary: true }, k: 'v' },
+    });
   });
 });
