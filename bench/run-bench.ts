@@ -70,6 +70,8 @@ const OPEN_RUNS = 1000;
 const SLOW_PROMPT = '/slow 5000 a b c d e f g h';
 /** Issue 14: the whole service over HTTP streams a 5,000-delta run at least as fast as the engine alone. */
 const TARGET_SERVICE_VS_ENGINE = 1.0;
+/** Issue 37: the service streams a long answer at least twice as fast as the plain `@ag-ui/mastra` server. */
+const TARGET_SERVICE_VS_PLAIN = 2;
 const TARGET_STARTED_P99_MS = 100;
 /** Issue 14: first-delta p99 of 100 runs started at once, service / engine alone, at most this. */
 const TARGET_FIRST_DELTA_RATIO = 1.1;
@@ -645,6 +647,10 @@ async function memoryClient(runUrl: string, count: number, threadPrefix: string)
   process.disconnect();
 }
 
+/** A subject's line in the throughput tables. */
+const throughputRow = (t: Throughput) =>
+  `${t.name.padEnd(38)}${fmt(t.rate).padStart(12)}${fmt(t.ms, 1).padStart(10)}${fmt(t.events).padStart(12)}${fmt(t.cpuRate).padStart(14)}`;
+
 function printThroughput([service, engine, bare, bareEngine]: Throughput[]): void {
   console.log('');
   console.log(`1-3. one run of ${DELTAS} deltas: median of ${MEASURED} after ${WARMUP} warm-up, interleaved`);
@@ -652,9 +658,7 @@ function printThroughput([service, engine, bare, bareEngine]: Throughput[]): voi
     `${'subject'.padEnd(38)}${'deltas/s'.padStart(12)}${'ms/run'.padStart(10)}${'events/run'.padStart(12)}${'deltas/CPU-s'.padStart(14)}`,
   );
   for (const t of [service, engine, bare, bareEngine]) {
-    console.log(
-      `${t.name.padEnd(38)}${fmt(t.rate).padStart(12)}${fmt(t.ms, 1).padStart(10)}${fmt(t.events).padStart(12)}${fmt(t.cpuRate).padStart(14)}`,
-    );
+    console.log(throughputRow(t));
   }
   const vsEngine = service.rate / engine.rate;
   /** Per-round ratios: the subjects of a round ran back to back, so their spread shows the noise. */
@@ -674,6 +678,22 @@ function printThroughput([service, engine, bare, bareEngine]: Throughput[]): voi
   console.log(
     `bare engine server/engine ${(bareEngine.rate / engine.rate).toFixed(2)}× (by CPU time ${(bareEngine.cpuRate / engine.cpuRate).toFixed(2)}×): ` +
       `what an HTTP server in front of the engine reaches here`,
+  );
+}
+
+function printAgainstPlain([service, plain]: Throughput[]): void {
+  console.log('');
+  console.log(
+    `1b. the same run against the plain @ag-ui/mastra server: median of ${MEASURED} after ${WARMUP} warm-up, interleaved`,
+  );
+  for (const t of [service, plain]) {
+    console.log(throughputRow(t));
+  }
+  const ratio = service.rate / plain.rate;
+  const rounds = service.rates.map((rate, i) => rate / plain.rates[i]);
+  console.log(
+    `service/plain peer ${ratio.toFixed(2)}× (rounds ${Math.min(...rounds).toFixed(2)}× to ${Math.max(...rounds).toFixed(2)}×; ` +
+      `by CPU time ${(service.cpuRate / plain.cpuRate).toFixed(2)}×; target >= ${TARGET_SERVICE_VS_PLAIN}×: ${ratio >= TARGET_SERVICE_VS_PLAIN ? 'met' : 'MISSED'})`,
   );
 }
 
@@ -857,11 +877,12 @@ async function main(): Promise<void> {
       progress(`memory: ${OPEN_RUNS} open agent.stream() calls, engine alone in a fresh child process`);
       engineMem = await engineMemory(env, SLOW_PROMPT, OPEN_RUNS);
     }
+    const service = { name: 'service (HTTP, whole stack)', run: () => fetchRun(runUrl, `/bench ${DELTAS}`) };
     let subjects: Throughput[] | undefined;
     if (only.has('throughput')) {
       progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, engine, ceiling, bare engine server`);
       subjects = await throughput([
-        { name: 'service (HTTP, whole stack)', run: () => fetchRun(runUrl, `/bench ${DELTAS}`) },
+        service,
         { name: 'engine (Mastra stream, in-process)', run: () => engineRun(agent, `/bench ${DELTAS}`) },
         { name: 'ceiling (bare Fastify, write/event)', run: () => fetchRun(ceiling.url, '') },
         {
@@ -869,6 +890,20 @@ async function main(): Promise<void> {
           run: () => fetchRun(bareEngine.url, `/bench ${DELTAS}`),
         },
       ]);
+    }
+    // The plain peer in a pass of its own, taking turns with the service (issue 37's 2× target).
+    let againstPlain: Throughput[] | undefined;
+    if (only.has('throughput')) {
+      progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, plain @ag-ui/mastra`);
+      const plain = await startPlainAgUi(agent);
+      try {
+        againstPlain = await throughput([
+          service,
+          { name: 'plain @ag-ui/mastra (node:http)', run: () => fetchRun(plain.url, `/bench ${DELTAS}`) },
+        ]);
+      } finally {
+        await plain.close();
+      }
     }
     let latency: Latencies | undefined;
     if (only.has('latency')) {
@@ -1021,6 +1056,7 @@ async function main(): Promise<void> {
 
     console.log(`io-bridge bench, node ${process.version}`);
     if (subjects) printThroughput(subjects);
+    if (againstPlain) printAgainstPlain(againstPlain);
     if (latency) printLatency(latency);
     if (realistic) console.log(`\n${realistic}`);
     if (dbCost) console.log(`\n${dbCost}`);

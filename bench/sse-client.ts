@@ -51,7 +51,9 @@ export class SseReader {
     if (at === -1) throw new Error(`malformed SSE frame: ${block.slice(0, 200)}`);
     const event = JSON.parse(block.slice(at + 6)) as { type: string; delta?: string };
     this.events++;
-    if (event.type === 'TEXT_MESSAGE_CONTENT') this.deltaChars += event.delta?.length ?? 0;
+    // `@ag-ui/mastra` streams text as TEXT_MESSAGE_CHUNK (AG-UI's shorthand for start, content, end).
+    if (event.type === 'TEXT_MESSAGE_CONTENT' || event.type === 'TEXT_MESSAGE_CHUNK')
+      this.deltaChars += event.delta?.length ?? 0;
     this.lastType = event.type;
     this.onEvent?.(event.type);
   }

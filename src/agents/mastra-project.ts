@@ -159,7 +159,7 @@ export async function loadMastraProject(entry: string, databaseUrl?: string): Pr
 }
 
 /** The Mastra instance a host Nest app gave (`IoBridgeModule.forRoot({ mastra })`), with the `@mastra/core` its app resolves. */
-export function hostProjectOf(mastra: MastraInstance): Promise<MastraProject> {
+export async function hostProjectOf(mastra: MastraInstance): Promise<MastraProject> {
   const source = 'IoBridgeModule.forRoot({ mastra })';
   const version = mastraVersionFor(join(process.cwd(), 'package.json'));
   checkMastraVersion(source, version);
