@@ -792,6 +792,38 @@ describe('a Mastra project’s agent with observational memory', () => {
     // tool-call chunk), the resumed run stored the call again, in a row of its own.
     await storedOnce(threadId, text, '"painted":true');
   });
+
+  it('keeps working memory of thread scope in its thread: in that thread’s next prompt, not in the owner’s other thread', async () => {
+    const stamp = Date.now();
+    const turn = (threadId: string, text: string) =>
+      runInput(text, { threadId, forwardedProps: { ...memoryOf(threadId), agentId: 'keeper' } });
+    const notes = '# Kitchen\n- Colour: sage green';
+    model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_wm', name: 'updateWorkingMemory', arguments: JSON.stringify({ memory: notes }) },
+        ],
+      },
+      { text: ['Noted.'] },
+    );
+    const kept = `thread-wm-kept-${stamp}`;
+    await runOn(service, turn(kept, 'The kitchen is sage green.'), { 'x-resource-id': 'tess' });
+    model.enqueue({ text: ['Sage green.'] });
+    await runOn(service, turn(kept, 'What colour is the kitchen?'), { 'x-resource-id': 'tess' });
+    expect(systemOf(model.requests.at(-1)!)).toContain('- Colour: sage green');
+    model.enqueue({ text: ['I do not know.'] });
+    await runOn(service, turn(`thread-wm-other-${stamp}`, 'What colour is the kitchen?'), {
+      'x-resource-id': 'tess',
+    });
+    expect(systemOf(model.requests.at(-1)!)).not.toContain('sage green');
+    // Mastra keeps it in the thread's metadata: io-bridge's writes to the thread leave it there.
+    const { rows } = await db((c) =>
+      c.query<{ metadata: { workingMemory?: string } }>(`SELECT metadata FROM mastra_threads WHERE id = $1`, [
+        kept,
+      ]),
+    );
+    expect(rows[0].metadata.workingMemory).toBe(notes);
+  });
 });
 
 describe('a MASTRA_ENTRY io-bridge cannot use stops start-up with one line naming it', () => {
