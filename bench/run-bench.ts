@@ -877,9 +877,13 @@ async function main(): Promise<void> {
       progress(`memory: ${OPEN_RUNS} open agent.stream() calls, engine alone in a fresh child process`);
       engineMem = await engineMemory(env, SLOW_PROMPT, OPEN_RUNS);
     }
-    const service = { name: 'service (HTTP, whole stack)', run: () => fetchRun(runUrl, `/bench ${DELTAS}`) };
     let subjects: Throughput[] | undefined;
+    let againstPlain: Throughput[] | undefined;
     if (only.has('throughput')) {
+      const service = {
+        name: 'service (HTTP, whole stack)',
+        run: () => fetchRun(runUrl, `/bench ${DELTAS}`),
+      };
       progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, engine, ceiling, bare engine server`);
       subjects = await throughput([
         service,
@@ -890,10 +894,7 @@ async function main(): Promise<void> {
           run: () => fetchRun(bareEngine.url, `/bench ${DELTAS}`),
         },
       ]);
-    }
-    // The plain peer in a pass of its own, taking turns with the service (issue 37's 2× target).
-    let againstPlain: Throughput[] | undefined;
-    if (only.has('throughput')) {
+      // The plain peer in a pass of its own, taking turns with the service (issue 37's 2× target).
       progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, plain @ag-ui/mastra`);
       const plain = await startPlainAgUi(agent);
       try {
