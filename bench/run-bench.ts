@@ -17,6 +17,7 @@ import { benchResume, formatResume, withReplica } from './resume-bench';
 import { benchParked, formatParked, parkedTargets } from './parked-bench';
 import { benchDurable, durableTargets, formatDurable } from './durable-bench';
 import { startBareEngine } from './bare-engine';
+import { DURABLE_FLOOR, startDurableFloor } from './durable-floor';
 import { benchBaselineGuard, formatBaselineGuard, guardFailure } from './baseline-guard';
 import type { GuardResult, WarmClient } from './baseline-guard';
 import { BaselineError } from './baseline-build';
@@ -55,12 +56,13 @@ import { loadConfig } from '../src/config/config';
 import { resolveDatabase } from '../src/database/resolve-database';
 import { SSE_HEADERS } from '../src/runs/stream/sse-writer';
 import { ConversationStore } from '../src/runs/storage/conversation.store';
+import { RunEventsRepository } from '../src/runs/storage/run-events.repository';
 import { toStored } from '../src/threads/message-format';
 import type { AppConfig } from '../src/config/config';
 
 const DELTAS = 5000;
 const WARMUP = 5;
-/** A multiple of the four throughput subjects: each runs in each position of a round equally often. */
+/** A multiple of the four throughput subjects (and of the three of pass 1b): each runs in each position of a round equally often. */
 const MEASURED = 12;
 const CONCURRENT_RUNS = 100;
 const CONCURRENT_DELTAS = 20;
@@ -681,12 +683,12 @@ function printThroughput([service, engine, bare, bareEngine]: Throughput[]): voi
   );
 }
 
-function printAgainstPlain([service, plain]: Throughput[]): void {
+function printAgainstPlain([service, plain, bareEngine]: Throughput[]): void {
   console.log('');
   console.log(
     `1b. the same run against the plain @ag-ui/mastra server: median of ${MEASURED} after ${WARMUP} warm-up, interleaved`,
   );
-  for (const t of [service, plain]) {
+  for (const t of [service, plain, bareEngine]) {
     console.log(throughputRow(t));
   }
   const ratio = service.rate / plain.rate;
@@ -694,6 +696,10 @@ function printAgainstPlain([service, plain]: Throughput[]): void {
   console.log(
     `service/plain peer ${ratio.toFixed(2)}× (rounds ${Math.min(...rounds).toFixed(2)}× to ${Math.max(...rounds).toFixed(2)}×; ` +
       `by CPU time ${(service.cpuRate / plain.cpuRate).toFixed(2)}×; target >= ${TARGET_SERVICE_VS_PLAIN}×: ${ratio >= TARGET_SERVICE_VS_PLAIN ? 'met' : 'MISSED'})`,
+  );
+  console.log(
+    `bare engine server/plain peer ${(bareEngine.rate / plain.rate).toFixed(2)}× (by CPU time ${(bareEngine.cpuRate / plain.cpuRate).toFixed(2)}×): ` +
+      `what an HTTP server in front of the engine reaches against the peer here`,
   );
 }
 
@@ -894,13 +900,20 @@ async function main(): Promise<void> {
           run: () => fetchRun(bareEngine.url, `/bench ${DELTAS}`),
         },
       ]);
-      // The plain peer in a pass of its own, taking turns with the service (issue 37's 2× target).
-      progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, plain @ag-ui/mastra`);
+      // The plain peer in a pass of its own, taking turns with the service (issue 37's 2× target) and
+      // with the bare engine server: what any server in front of the engine reaches against the peer.
+      progress(
+        `throughput: ${WARMUP} + ${MEASURED} rounds of service, plain @ag-ui/mastra, bare engine server`,
+      );
       const plain = await startPlainAgUi(agent);
       try {
         againstPlain = await throughput([
           service,
           { name: 'plain @ag-ui/mastra (node:http)', run: () => fetchRun(plain.url, `/bench ${DELTAS}`) },
+          {
+            name: 'bare engine server (Fastify+Mastra)',
+            run: () => fetchRun(bareEngine.url, `/bench ${DELTAS}`),
+          },
         ]);
       } finally {
         await plain.close();
@@ -951,6 +964,12 @@ async function main(): Promise<void> {
     if (only.has('realistic')) {
       const plain = await startPlainAgUi(agent);
       const persisting = await startPersistingAgUi(agent, config.database.url!);
+      const floor = await startDurableFloor(
+        agent,
+        app.get(ConversationStore),
+        app.get(RunEventsRepository),
+        config,
+      );
       const shipped = 'service';
       const plainName = 'plain @ag-ui/mastra (node:http)';
       try {
@@ -959,6 +978,7 @@ async function main(): Promise<void> {
             { name: shipped, url: runUrl },
             { name: plainName, url: plain.url },
             { name: PERSISTING_PEER, url: persisting.url },
+            { name: DURABLE_FLOOR, url: floor.url },
           ],
           progress,
         );
@@ -971,6 +991,7 @@ async function main(): Promise<void> {
       } finally {
         await plain.close();
         await persisting.close();
+        await floor.close();
       }
     }
 

@@ -1,0 +1,155 @@
+/**
+ * The durable floor: the plain `@ag-ui/mastra` server (realistic-bench.ts) doing, besides, only what
+ * the service's guarantees need of the database (docs/durable-runs.md): the run claimed before the
+ * first byte (the service's claim statement, which stores RUN_STARTED), every event stored before it
+ * is sent (the service's RunLog and RunLogWriter: one group commit for all runs' events), and the
+ * run's end and its answer recorded before the terminal event is stored and sent (the service's end
+ * statement). No Nest, validation, auth, limits, leases or lifecycle checks.
+ *
+ * What the plain peer's figures lack against this one is what those guarantees cost on this
+ * machine; what the service lacks against this one is its own code.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RunAgentInput } from '@ag-ui/core';
+import { MastraAgent } from '@ag-ui/mastra';
+import type { Agent } from '@mastra/core/agent';
+import { Logger } from '@nestjs/common';
+import { concatMap, filter, map, Observable } from 'rxjs';
+import type { AppConfig } from '../src/config/config';
+import type { AguiEvent } from '../src/protocol/agui-events';
+import type { ConversationStore } from '../src/runs/storage/conversation.store';
+import type { Chunk, RunEventsRepository } from '../src/runs/storage/run-events.repository';
+import { RunLog } from '../src/runs/stream/run-log';
+import { RunLogWriter } from '../src/runs/stream/run-log-writer';
+import { SSE_HEADERS } from '../src/runs/stream/sse-writer';
+import { toStored } from '../src/threads/message-format';
+
+type FloorInput = RunAgentInput & { forwardedProps?: { resourceId?: string } };
+
+/** The name the durable floor goes by in the tables. */
+export const DURABLE_FLOOR = 'durable floor (plain + claim, event log, end)';
+
+export async function startDurableFloor(
+  agent: Agent,
+  store: ConversationStore,
+  events: RunEventsRepository,
+  config: AppConfig,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const logs = new Map<string, RunLog>();
+  const writer = new RunLogWriter(
+    events,
+    logs,
+    () => false,
+    config.runEvents.retentionMs,
+    new Logger('DurableFloor'),
+    () => undefined,
+  );
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const input = JSON.parse(Buffer.concat(chunks).toString('utf8')) as FloorInput;
+      serve(input, res).catch((err: Error) => {
+        if (!res.headersSent) res.writeHead(500);
+        res.end(String(err.message));
+      });
+    });
+  });
+
+  async function serve(input: FloorInput, res: http.ServerResponse): Promise<void> {
+    const { threadId, runId } = input;
+    const resourceId = input.forwardedProps?.resourceId ?? 'anonymous';
+    const claimed = await store.claim({
+      threadId,
+      runId,
+      resourceId,
+      agentId: 'assistant',
+      leaseMs: config.runLeaseMs,
+      title: 'bench',
+      incoming: input.messages.map((m) => toStored(m as never)),
+      lastMessages: config.lastMessages,
+      readOnly: false,
+      memory: true,
+      input: { request: input, principal: { resourceId, admin: false } },
+    });
+    res.writeHead(200, SSE_HEADERS);
+    const log = new RunLog(runId, {
+      graceMs: 0,
+      abandon: () => undefined,
+      produced: (l) => writer.produced(l),
+      begun: claimed.log,
+      attempt: 1,
+    });
+    logs.set(runId, log);
+    log.addReader();
+    log.attach(sinkOf(res), 0);
+    log.start(eventsOf(agent, input, resourceId, log, store));
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.keepAliveTimeout = 72_000;
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/run`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const sinkOf = (res: http.ServerResponse) => ({
+  push: (chunk: Chunk) => void res.write(chunk.frames),
+  end: (unlogged?: string) => void res.end(unlogged ?? ''),
+});
+
+/**
+ * The plain peer's events as the log takes them: its RUN_STARTED left out (the claim stored one), its
+ * text chunks as TEXT_MESSAGE_CONTENT (what the log merges and sends at once as first content), and
+ * its RUN_FINISHED after the run's end and answer are recorded, once everything before it is stored.
+ */
+function eventsOf(
+  agent: Agent,
+  input: FloorInput,
+  resourceId: string,
+  log: RunLog,
+  store: ConversationStore,
+): Observable<AguiEvent> {
+  let text = '';
+  let messageId = '';
+  const agentRun = new MastraAgent({ agentId: 'assistant', agent, resourceId }).run(input);
+  // @ag-ui/client's copy of rxjs, not ours: its events passed on.
+  const run = new Observable<{ type: string }>((subscriber) => {
+    const subscription = agentRun.subscribe({
+      next: (event) => subscriber.next(event),
+      error: (err: unknown) => subscriber.error(err),
+      complete: () => subscriber.complete(),
+    });
+    return () => subscription.unsubscribe();
+  });
+  return run.pipe(
+    filter((event) => event.type !== 'RUN_STARTED'),
+    map((event) => {
+      const e = event as unknown as { type: string; messageId?: string; delta?: string };
+      if (e.type !== 'TEXT_MESSAGE_CHUNK') return event as unknown as AguiEvent;
+      messageId ||= e.messageId ?? '';
+      text += e.delta ?? '';
+      return { type: 'TEXT_MESSAGE_CONTENT', messageId: e.messageId, delta: e.delta } as AguiEvent;
+    }),
+    concatMap(async (event) => {
+      if (event.type !== 'RUN_FINISHED') return event;
+      await log.settled();
+      await store.endRun({
+        threadId: input.threadId,
+        runId: input.runId,
+        attempt: 1,
+        resourceId,
+        end: { status: 'finished' },
+        produced: text ? [toStored({ id: messageId, role: 'assistant', content: text } as never)] : [],
+      });
+      return event;
+    }),
+  );
+}
