@@ -21,6 +21,14 @@ export class DiscardTimedOutConnections implements EntitySubscriberInterface {
 }
 
 /**
+ * No JIT compilation in the service's sessions (docs/operations.md#the-database-sessions): Postgres
+ * compiles a statement whose plan costs more than `jit_above_cost` before running it, which took
+ * 60–130 ms for a run's claim or end once the memory tables made its plan look large; every
+ * statement of the service runs in milliseconds, so compiling one never pays.
+ */
+const NO_JIT = '-c jit=off';
+
+/**
  * The one set of options for the app, the migration script and the TypeORM CLI. With `timeouts`
  * (the app), no call waits on a database that is down or frozen longer than they allow; without
  * (migrations), a long migration is not cut short.
@@ -44,14 +52,15 @@ export function dataSourceOptions(
     extra: {
       max: poolSize,
       application_name: 'io-bridge',
-      ...(timeouts ? pgTimeouts(timeouts) : {}),
+      ...(timeouts ? pgSession(timeouts) : { options: NO_JIT }),
     },
   };
 }
 
-/** The pg client settings for `timeouts`: pool and LISTEN connections alike. */
-export function pgTimeouts(timeouts: DatabaseTimeouts) {
+/** The pg client settings of every session the app opens (pool, leases, LISTEN): `timeouts`, and no JIT. */
+export function pgSession(timeouts: DatabaseTimeouts) {
   return {
+    options: NO_JIT,
     // Also bounds the wait for a free pooled connection (pg-pool), so a starved pool fails too.
     connectionTimeoutMillis: timeouts.connectMs,
     statement_timeout: timeouts.statementMs,

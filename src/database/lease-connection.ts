@@ -2,7 +2,7 @@ import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Pool, QueryResultRow } from 'pg';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { pgTimeouts } from './data-source';
+import { pgSession } from './data-source';
 
 /**
  * A connection of its own for the statements that keep this replica's run leases (renewals and
@@ -19,7 +19,7 @@ export class LeaseConnection implements OnModuleDestroy {
       connectionString: config.database.url,
       max: 1,
       application_name: 'io-bridge leases',
-      ...pgTimeouts(config.database.timeouts),
+      ...pgSession(config.database.timeouts),
     });
     // An idle connection that fails is dropped by the pool; the next statement opens another.
     this.pool.on('error', () => undefined);

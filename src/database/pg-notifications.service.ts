@@ -4,7 +4,7 @@ import { Client, QueryConfig } from 'pg';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { pgTimeouts } from './data-source';
+import { pgSession } from './data-source';
 
 export const CHANNELS = [
   'io_bridge_tool_result',
@@ -90,7 +90,7 @@ export class PgNotifications implements OnModuleInit, OnModuleDestroy {
     const client = new Client({
       connectionString: this.config.database.url,
       application_name: 'io-bridge-listen',
-      ...pgTimeouts(this.config.database.timeouts),
+      ...pgSession(this.config.database.timeouts),
     });
     client.on('notification', (msg) => {
       for (const handler of this.handlers.get(msg.channel as Channel) ?? []) handler(msg.payload ?? '');
