@@ -147,7 +147,7 @@ function eventsOf(
         attempt: 1,
         resourceId,
         end: { status: 'finished' },
-        produced: text ? [toStored({ id: messageId, role: 'assistant', content: text } as never)] : [],
+        produced: text ? [toStored({ id: messageId, role: 'assistant', content: text })] : [],
       });
       return event;
     }),

@@ -32,7 +32,7 @@ describe('database sessions without JIT', () => {
     const control = await db((c) => c.query(PLANNED));
     expect(control.rows[0]['QUERY PLAN'][0]).toHaveProperty('JIT');
 
-    const pooled = (await t.app.get(DataSource).query(PLANNED)) as Explained;
+    const pooled = await t.app.get(DataSource).query<Explained>(PLANNED);
     expect(pooled[0]['QUERY PLAN'][0]).not.toHaveProperty('JIT');
     const leases = await t.app.get(LeaseConnection).query<{ jit: string }>('SHOW jit', []);
     expect(leases[0].jit).toBe('off');
