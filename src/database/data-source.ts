@@ -29,6 +29,13 @@ export class DiscardTimedOutConnections implements EntitySubscriberInterface {
 const NO_JIT = '-c jit=off';
 
 /**
+ * The sessions' startup options: no JIT, then libpq's `PGOPTIONS` when the environment sets it (pg
+ * reads that variable only when given no options of its own, so it is kept here; given after, what
+ * it sets wins).
+ */
+const sessionOptions = (): string => [NO_JIT, process.env.PGOPTIONS].filter(Boolean).join(' ');
+
+/**
  * The one set of options for the app, the migration script and the TypeORM CLI. With `timeouts`
  * (the app), no call waits on a database that is down or frozen longer than they allow; without
  * (migrations), a long migration is not cut short.
@@ -52,7 +59,7 @@ export function dataSourceOptions(
     extra: {
       max: poolSize,
       application_name: 'io-bridge',
-      ...(timeouts ? pgSession(timeouts) : { options: NO_JIT }),
+      ...(timeouts ? pgSession(timeouts) : { options: sessionOptions() }),
     },
   };
 }
@@ -60,7 +67,7 @@ export function dataSourceOptions(
 /** The pg client settings of every session the app opens (pool, leases, LISTEN): `timeouts`, and no JIT. */
 export function pgSession(timeouts: DatabaseTimeouts) {
   return {
-    options: NO_JIT,
+    options: sessionOptions(),
     // Also bounds the wait for a free pooled connection (pg-pool), so a starved pool fails too.
     connectionTimeoutMillis: timeouts.connectMs,
     statement_timeout: timeouts.statementMs,

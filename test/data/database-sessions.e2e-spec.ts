@@ -38,6 +38,28 @@ describe('database sessions without JIT', () => {
     expect(leases[0].jit).toBe('off');
   });
 
+  it("keeps the environment's PGOPTIONS, which pg reads only when given no options of its own", async () => {
+    const before = process.env.PGOPTIONS;
+    process.env.PGOPTIONS = '-c io_bridge_test.marker=kept';
+    const other = await startApp();
+    try {
+      const [marker] = await other.app
+        .get(DataSource)
+        .query<Array<{ marker: string }>>(`SELECT current_setting('io_bridge_test.marker') AS marker`);
+      expect(marker.marker).toBe('kept');
+      const [jit] = await other.app.get(DataSource).query<Array<{ jit: string }>>('SHOW jit');
+      expect(jit.jit).toBe('off');
+      const leases = await other.app
+        .get(LeaseConnection)
+        .query<{ marker: string }>(`SELECT current_setting('io_bridge_test.marker') AS marker`, []);
+      expect(leases[0].marker).toBe('kept');
+    } finally {
+      await other.close();
+      if (before === undefined) delete process.env.PGOPTIONS;
+      else process.env.PGOPTIONS = before;
+    }
+  });
+
   it('streams a run whole on such a database', async () => {
     const input = runInput('hello');
     const { res, frames } = await runToFrames(t.runUrl, input);
