@@ -306,7 +306,9 @@ describe('a run whose lease cannot be renewed, with the driver timeouts at their
     await live.waitFor((e) => e.type === 'TOOL_CALL_END');
     proxy.freeze();
     const frames = await endsWithin(live.done, 10_000);
-    const endedAt = Date.now();
+    // When the service ended the run: its terminal event's timestamp, not when this process read it
+    // (the runner's own lag under a loaded machine, 100 to 400 ms in CI, is not the service's).
+    const endedAt = frames.at(-1)!.event.timestamp as number;
     // Before the lease could lapse: the last renewal the database took gave the run until
     // lease_expires_at (read beside the frozen proxy). The next renewal is asked a third of a lease
     // after it (1 s) and the run is stopped half a lease later without an answer (1.5 s), on time and
