@@ -10,8 +10,6 @@
  * machine; what the service lacks against this one is its own code.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { RunAgentInput } from '@ag-ui/core';
 import { MastraAgent } from '@ag-ui/mastra';
 import type { Agent } from '@mastra/core/agent';
 import { Logger } from '@nestjs/common';
@@ -24,8 +22,8 @@ import { RunLog } from '../src/runs/stream/run-log';
 import { RunLogWriter } from '../src/runs/stream/run-log-writer';
 import { SSE_HEADERS } from '../src/runs/stream/sse-writer';
 import { toStored } from '../src/threads/message-format';
-
-type FloorInput = RunAgentInput & { forwardedProps?: { resourceId?: string } };
+import { startRunServer } from './realistic-bench';
+import type { LocalServer, PeerInput } from './realistic-bench';
 
 /** The name the durable floor goes by in the tables. */
 export const DURABLE_FLOOR = 'durable floor (plain + claim, event log, end)';
@@ -35,7 +33,7 @@ export async function startDurableFloor(
   store: ConversationStore,
   events: RunEventsRepository,
   config: AppConfig,
-): Promise<{ url: string; close: () => Promise<void> }> {
+): Promise<LocalServer> {
   const logs = new Map<string, RunLog>();
   const writer = new RunLogWriter(
     events,
@@ -45,19 +43,8 @@ export async function startDurableFloor(
     new Logger('DurableFloor'),
     () => undefined,
   );
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const input = JSON.parse(Buffer.concat(chunks).toString('utf8')) as FloorInput;
-      serve(input, res).catch((err: Error) => {
-        if (!res.headersSent) res.writeHead(500);
-        res.end(String(err.message));
-      });
-    });
-  });
 
-  async function serve(input: FloorInput, res: http.ServerResponse): Promise<void> {
+  async function serve(input: PeerInput, res: http.ServerResponse): Promise<void> {
     const { threadId, runId } = input;
     const resourceId = input.forwardedProps?.resourceId ?? 'anonymous';
     const claimed = await store.claim({
@@ -87,17 +74,13 @@ export async function startDurableFloor(
     log.start(eventsOf(agent, input, resourceId, log, store));
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  server.keepAliveTimeout = 72_000;
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/run`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
+  return startRunServer(
+    (input, _req, res) =>
+      void serve(input, res).catch((err: Error) => {
+        if (!res.headersSent) res.writeHead(500);
+        res.end(String(err.message));
       }),
-  };
+  );
 }
 
 const sinkOf = (res: http.ServerResponse) => ({
@@ -112,7 +95,7 @@ const sinkOf = (res: http.ServerResponse) => ({
  */
 function eventsOf(
   agent: Agent,
-  input: FloorInput,
+  input: PeerInput,
   resourceId: string,
   log: RunLog,
   store: ConversationStore,

@@ -59,28 +59,40 @@ const TARGET_THROUGHPUT_RATIO = 1.5;
  * request's RunAgentInput through `MastraAgent` (a fresh one per request, as `getLocalAgents` does)
  * and writes each event with `EventEncoder`. No database, auth or limits.
  */
-export async function startPlainAgUi(agent: Agent): Promise<{ url: string; close: () => Promise<void> }> {
+export async function startPlainAgUi(agent: Agent): Promise<LocalServer> {
+  return startRunServer((input, req, res) => {
+    const encoder = new EventEncoder({ accept: req.headers.accept });
+    res.writeHead(200, { 'content-type': encoder.getContentType(), 'cache-control': 'no-cache' });
+    const run = new MastraAgent({
+      agentId: 'assistant',
+      agent,
+      resourceId: input.forwardedProps?.resourceId,
+    });
+    run.run(input).subscribe({
+      next: (event) => res.write(encoder.encode(event)),
+      error: (err: unknown) => res.end(encoder.encode({ type: 'RUN_ERROR', message: String(err) } as never)),
+      complete: () => res.end(),
+    });
+  });
+}
+
+/** A run request as the bench's peers read it: the owner in `forwardedProps.resourceId`. */
+export type PeerInput = RunAgentInput & { forwardedProps?: { resourceId?: string } };
+
+export type LocalServer = { url: string; close: () => Promise<void> };
+
+/**
+ * A node:http server on a free local port whose every request is a run: its JSON body, read whole,
+ * handed to `serve` with the request and the response (the peers' servers, realistic-bench.ts and
+ * durable-floor.ts).
+ */
+export async function startRunServer(
+  serve: (input: PeerInput, req: http.IncomingMessage, res: http.ServerResponse) => void,
+): Promise<LocalServer> {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const input = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RunAgentInput & {
-        forwardedProps?: { resourceId?: string };
-      };
-      const encoder = new EventEncoder({ accept: req.headers.accept });
-      res.writeHead(200, { 'content-type': encoder.getContentType(), 'cache-control': 'no-cache' });
-      const run = new MastraAgent({
-        agentId: 'assistant',
-        agent,
-        resourceId: input.forwardedProps?.resourceId,
-      });
-      run.run(input).subscribe({
-        next: (event) => res.write(encoder.encode(event)),
-        error: (err: unknown) =>
-          res.end(encoder.encode({ type: 'RUN_ERROR', message: String(err) } as never)),
-        complete: () => res.end(),
-      });
-    });
+    req.on('end', () => serve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as PeerInput, req, res));
   });
   // Fastify's default, which the service runs with: node:http's 5 s would close a client's idle
   // keep-alive connection between two rounds of the baseline guard (bench/README.md, "Baseline guard").

@@ -890,15 +890,16 @@ async function main(): Promise<void> {
         name: 'service (HTTP, whole stack)',
         run: () => fetchRun(runUrl, `/bench ${DELTAS}`),
       };
+      const bareEngineServer = {
+        name: 'bare engine server (Fastify+Mastra)',
+        run: () => fetchRun(bareEngine.url, `/bench ${DELTAS}`),
+      };
       progress(`throughput: ${WARMUP} + ${MEASURED} rounds of service, engine, ceiling, bare engine server`);
       subjects = await throughput([
         service,
         { name: 'engine (Mastra stream, in-process)', run: () => engineRun(agent, `/bench ${DELTAS}`) },
         { name: 'ceiling (bare Fastify, write/event)', run: () => fetchRun(ceiling.url, '') },
-        {
-          name: 'bare engine server (Fastify+Mastra)',
-          run: () => fetchRun(bareEngine.url, `/bench ${DELTAS}`),
-        },
+        bareEngineServer,
       ]);
       // The plain peer in a pass of its own, taking turns with the service (issue 37's 2× target) and
       // with the bare engine server: what any server in front of the engine reaches against the peer.
@@ -910,10 +911,7 @@ async function main(): Promise<void> {
         againstPlain = await throughput([
           service,
           { name: 'plain @ag-ui/mastra (node:http)', run: () => fetchRun(plain.url, `/bench ${DELTAS}`) },
-          {
-            name: 'bare engine server (Fastify+Mastra)',
-            run: () => fetchRun(bareEngine.url, `/bench ${DELTAS}`),
-          },
+          bareEngineServer,
         ]);
       } finally {
         await plain.close();

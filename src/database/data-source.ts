@@ -59,22 +59,27 @@ export function dataSourceOptions(
     extra: {
       max: poolSize,
       application_name: 'io-bridge',
-      ...(timeouts ? pgSession(timeouts) : { options: sessionOptions() }),
+      ...pgSession(timeouts),
     },
   };
 }
 
-/** The pg client settings of every session the app opens (pool, leases, LISTEN): `timeouts`, and no JIT. */
-export function pgSession(timeouts: DatabaseTimeouts) {
+/**
+ * The pg client settings of every session the app opens (pool, leases, LISTEN, migrations): no JIT,
+ * and `timeouts` when given (the migrations run without).
+ */
+export function pgSession(timeouts?: DatabaseTimeouts) {
   return {
     options: sessionOptions(),
-    // Also bounds the wait for a free pooled connection (pg-pool), so a starved pool fails too.
-    connectionTimeoutMillis: timeouts.connectMs,
-    statement_timeout: timeouts.statementMs,
-    query_timeout: timeouts.queryMs,
-    idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
-    // A dead peer (host gone, cable cut) is noticed by the kernel, not only by the next query.
-    keepAlive: true,
+    ...(timeouts && {
+      // Also bounds the wait for a free pooled connection (pg-pool), so a starved pool fails too.
+      connectionTimeoutMillis: timeouts.connectMs,
+      statement_timeout: timeouts.statementMs,
+      query_timeout: timeouts.queryMs,
+      idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+      // A dead peer (host gone, cable cut) is noticed by the kernel, not only by the next query.
+      keepAlive: true,
+    }),
   };
 }
 
