@@ -22,6 +22,7 @@ import { MastraAgent } from '@ag-ui/mastra';
 import type { Agent } from '@mastra/core/agent';
 import { Memory } from '@mastra/memory';
 import { PostgresStore } from '@mastra/pg';
+import { postgresCpuMs } from './postgres-cpu';
 import { ratioAtLeast, ratioAtMost } from './ratios';
 import type { RatioRow } from './ratios';
 
@@ -262,12 +263,15 @@ async function closedLoopClient(runUrl: string, n: number, windowMs: number, see
 type ChildMessage =
   { type: 'ready' } | { type: 'samples'; samples: RunSample[] } | { type: 'failed'; error: string };
 
-/** One window of the closed loop against the subject, the client in a child process; the server's CPU measured over it. */
+/**
+ * One window of the closed loop against the subject, the client in a child process; the server's
+ * CPU and the local Postgres server's measured over it.
+ */
 async function window(
   subject: RealisticSubject,
   n: number,
   seed: number,
-): Promise<{ samples: RunSample[]; cpuMs: number }> {
+): Promise<{ samples: RunSample[]; cpuMs: number; dbCpuMs: number }> {
   const { url } = subject;
   const cpuMs = subject.cpuMs ?? ownCpuMs;
   const child = fork(__filename, ['--closed-loop', url, String(n), String(WINDOW_MS), String(seed)], {
@@ -288,11 +292,13 @@ async function window(
     const ready = await next();
     if (ready.type !== 'ready') throw new Error(`closed-loop client: ${JSON.stringify(ready)}`);
     const cpu = cpuMs();
+    const dbCpu = postgresCpuMs();
     child.send('go');
     const result = await next();
     const used = cpuMs() - cpu;
+    const dbUsed = (postgresCpuMs() ?? NaN) - (dbCpu ?? NaN);
     if (result.type !== 'samples') throw new Error(`closed-loop client: ${JSON.stringify(result)}`);
-    return { samples: result.samples, cpuMs: used };
+    return { samples: result.samples, cpuMs: used, dbCpuMs: dbUsed };
   } catch (err) {
     child.kill();
     throw err;
@@ -318,6 +324,8 @@ export type RealisticFigures = {
   throughput: number;
   /** CPU ms of the server process (this one unless the subject says) per run, over all rounds. */
   cpuMsPerRun: number;
+  /** CPU ms of the local Postgres server per run, over all rounds (NaN when it cannot be read). */
+  dbCpuMsPerRun: number;
   runs: number;
   /** Runs refused (a status other than 200) or ended without RUN_FINISHED. */
   failed: number;
@@ -353,14 +361,15 @@ export async function benchRealistic(
       for (let k = 0; k < subjects.length; k++) {
         const subject = subjects[(k + round) % subjects.length];
         progress(`realistic: round ${round}/${ROUNDS}, ${n} concurrent, ${subject.name}`);
-        const { samples, cpuMs } = await take(subject, n, round);
+        const { samples, cpuMs, dbCpuMs } = await take(subject, n, round);
         const key = `${subject.name}@${n}`;
-        const into = collected.get(key) ?? { samples: [], rates: [], cpuMs: 0 };
+        const into = collected.get(key) ?? { samples: [], rates: [], cpuMs: 0, dbCpuMs: 0 };
         into.samples.push(...samples);
         // Every run sent within the window, over the time until the last of them ended.
         const makespan = Math.max(...samples.map((s) => s.done)) / 1000;
         into.rates.push(samples.filter((s) => s.ok).length / makespan);
         into.cpuMs += cpuMs;
+        into.dbCpuMs += dbCpuMs;
         collected.set(key, into);
       }
     }
@@ -369,14 +378,14 @@ export async function benchRealistic(
   return figuresOf(subjects, collected);
 }
 
-type Collected = Map<string, { samples: RunSample[]; rates: number[]; cpuMs: number }>;
+type Collected = Map<string, { samples: RunSample[]; rates: number[]; cpuMs: number; dbCpuMs: number }>;
 
 function figuresOf(subjects: RealisticSubject[], collected: Collected): RealisticFigures[] {
   return CONCURRENCY.flatMap((n) =>
     subjects.flatMap((subject) => {
       const got = collected.get(`${subject.name}@${n}`);
       if (!got) return [];
-      const { samples, rates, cpuMs } = got;
+      const { samples, rates, cpuMs, dbCpuMs } = got;
       // A failed run counts as never showing content: it ranks last.
       const first = samples.map((s) => (s.ok ? s.firstContent : Infinity));
       return [
@@ -387,6 +396,7 @@ function figuresOf(subjects: RealisticSubject[], collected: Collected): Realisti
           firstContentP99: percentile(first, 99),
           throughput: rates.reduce((a, b) => a + b, 0) / rates.length,
           cpuMsPerRun: cpuMs / samples.length,
+          dbCpuMsPerRun: dbCpuMs / samples.length,
           runs: samples.length,
           failed: samples.filter((s) => !s.ok).length,
           why: [...new Set(samples.flatMap((s) => (s.why ? [s.why] : [])))].join(', '),
@@ -406,15 +416,16 @@ export function formatRealistic(figures: RealisticFigures[]): string {
     `7. Realistic model (${firstMinMs}-${firstMaxMs} ms to the first token, ${gapMs} ms between ${deltas} deltas): ` +
       `N clients in a closed loop for ${WINDOW_MS / 1000} s, ${ROUNDS} rounds after a warm-up`,
     `${'subject'.padEnd(44)}${'N'.padStart(5)}${'first content p50'.padStart(19)}${'p99'.padStart(9)}` +
-      `${'runs/s'.padStart(9)}${'CPU ms/run'.padStart(12)}${'runs'.padStart(8)}${'failed'.padStart(8)}`,
+      `${'runs/s'.padStart(9)}${'CPU ms/run'.padStart(12)}${'DB CPU ms/run'.padStart(15)}${'runs'.padStart(8)}${'failed'.padStart(8)}`,
   ];
   for (const f of figures) {
     lines.push(
       `${f.name.padEnd(44)}${String(f.n).padStart(5)}${fmt(f.firstContentP50, 1).padStart(19)}${fmt(f.firstContentP99, 1).padStart(9)}` +
-        `${fmt(f.throughput, 1).padStart(9)}${fmt(f.cpuMsPerRun, 2).padStart(12)}${String(f.runs).padStart(8)}${String(f.failed).padStart(8)}${f.why ? `  (${f.why})` : ''}`,
+        `${fmt(f.throughput, 1).padStart(9)}${fmt(f.cpuMsPerRun, 2).padStart(12)}${(Number.isNaN(f.dbCpuMsPerRun) ? '-' : fmt(f.dbCpuMsPerRun, 2)).padStart(15)}${String(f.runs).padStart(8)}${String(f.failed).padStart(8)}${f.why ? `  (${f.why})` : ''}`,
     );
   }
   lines.push(
+    `CPU ms/run: the server process's; DB CPU ms/run: the local Postgres server's ('-' where /proc does not show it).`,
     `runs/s: the runs sent within the window (N in flight at every moment) that ended with RUN_FINISHED, over the ` +
       `time until the last of them ended; a server that kept up would reach about ${CONCURRENCY.map((n) => `${fmt(ideal(n))} (N=${n})`).join(', ')}.`,
   );
