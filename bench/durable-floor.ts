@@ -18,7 +18,7 @@ import type { AppConfig } from '../src/config/config';
 import type { AguiEvent } from '../src/protocol/agui-events';
 import type { ConversationStore } from '../src/runs/storage/conversation.store';
 import type { Chunk, RunEventsRepository } from '../src/runs/storage/run-events.repository';
-import { RunLog } from '../src/runs/stream/run-log';
+import { RunLog, type LogTail } from '../src/runs/stream/run-log';
 import { RunLogWriter } from '../src/runs/stream/run-log-writer';
 import { SSE_HEADERS } from '../src/runs/stream/sse-writer';
 import { toStored } from '../src/threads/message-format';
@@ -64,14 +64,14 @@ export async function startDurableFloor(
     const log = new RunLog(runId, {
       graceMs: 0,
       abandon: () => undefined,
-      produced: (l) => writer.produced(l),
+      store: writer,
       begun: claimed.log,
       attempt: 1,
     });
     logs.set(runId, log);
     log.addReader();
     log.attach(sinkOf(res), 0);
-    log.start(eventsOf(agent, input, resourceId, log, store));
+    log.start(eventsOf(agent, input, resourceId, store, () => writer.tail(log)));
   }
 
   return startRunServer(
@@ -91,14 +91,14 @@ const sinkOf = (res: http.ServerResponse) => ({
 /**
  * The plain peer's events as the log takes them: its RUN_STARTED left out (the claim stored one), its
  * text chunks as TEXT_MESSAGE_CONTENT (what the log merges and sends at once as first content), and
- * its RUN_FINISHED after the run's end and answer are recorded, once everything before it is stored.
+ * its RUN_FINISHED once the run's end, its answer and the events its log has not stored are recorded (one statement).
  */
 function eventsOf(
   agent: Agent,
   input: PeerInput,
   resourceId: string,
-  log: RunLog,
   store: ConversationStore,
+  logTail: () => Promise<LogTail | undefined>,
 ): Observable<AguiEvent> {
   let text = '';
   let messageId = '';
@@ -123,15 +123,17 @@ function eventsOf(
     }),
     concatMap(async (event) => {
       if (event.type !== 'RUN_FINISHED') return event;
-      await log.settled();
-      await store.endRun({
+      const tail = await logTail();
+      const ended = await store.endRun({
         threadId: input.threadId,
         runId: input.runId,
         attempt: 1,
         resourceId,
         end: { status: 'finished' },
         produced: text ? [toStored({ id: messageId, role: 'assistant', content: text })] : [],
+        tail,
       });
+      tail?.settle(ended ? 'stored' : 'superseded');
       return event;
     }),
   );

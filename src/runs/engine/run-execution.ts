@@ -22,6 +22,7 @@ import type { Checkpoint, LeaseHolder, RunLeases } from './run-leases';
 import type { HandedOverRun } from '../storage/lapsed-runs.repository';
 import { ReportedResult, Stopped, Terminal } from '../events/lifecycle-guard';
 import { PreparedRun } from '../prepare/run-preparer';
+import type { LogTail } from '../stream/run-log';
 
 export type { PreparedRun };
 
@@ -59,10 +60,11 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
   /** The tokens its model calls reported, one entry per provider and model (made on first use). */
   private usage: TokenUsage[] | undefined;
   /**
-   * Resolves once the run's log has stored every event shown so far (set by the pipeline when its
-   * reader is a log): its end is recorded after, so a run recorded ended shows all it stored in its log.
+   * The events its log framed and did not store yet (set by the pipeline when its reader is a log):
+   * the end stores them in the statement that records it, so a run recorded ended has all it
+   * showed in its log.
    */
-  logStored: (() => Promise<void>) | undefined;
+  logTail: (() => Promise<LogTail | undefined>) | undefined;
   /** Parks the run (its reader tears it down here): set by the pipeline when parking is on. */
   onPark: ((toolCallId: string, remainingMs: number) => void) | undefined;
   /** The steps completed so far and the messages up to the last one's end (made on the first). */
@@ -315,13 +317,14 @@ export class RunExecution implements RunToolContext, LeaseHolder, ModelCallObser
     const cut = ending.terminal ? this.collector.openTextIds() : new Set<string>();
     if (ending.terminal) closeOpen();
     // A database that may let the lease lapse is not waited on; the fence keeps the log whole then.
-    if (!this.leaseMayLapse) await this.logStored?.();
+    const tail = this.leaseMayLapse ? undefined : await this.logTail?.();
     const terminal = await this.parts.recorder.record(ending, {
       run: this.prepared,
       attempt: this.attempt,
       usage: this.usage,
       produced: this.stores ? this.produced(cut) : [],
       leaseMayLapse: this.leaseMayLapse,
+      tail,
     });
     if (!('code' in terminal)) this.titleWanted = this.prepared.generateTitle && this.stores;
     return terminal;

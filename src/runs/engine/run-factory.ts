@@ -114,9 +114,9 @@ export class RunFactory {
    */
   private events$(run: RunExecution, share: () => void, stepsBefore?: number): Subscribable<AguiEvent> {
     return {
-      subscribe: (reader: Partial<Observer<AguiEvent>> & Partial<Pick<LogReader, 'stored'>>) => {
-        // The run records its end once its log has stored what it showed (RunLog.settled).
-        if (reader.stored) run.logStored = () => reader.stored!();
+      subscribe: (reader: Partial<Observer<AguiEvent>> & Partial<Pick<LogReader, 'tail'>>) => {
+        // The run's end stores what its log has not (RunLogWriter.tail).
+        if (reader.tail) run.logTail = () => reader.tail!();
         run.start();
         const subscription = new RunSubscription(run, reader, this.live, share);
         this.live.add(subscription);

@@ -7,6 +7,7 @@ import type { StoredMessage } from '../../threads/message-format';
 import { ConversationStore } from '../storage/conversation.store';
 import { InterruptsRepository } from '../storage/interrupts.repository';
 import type { Terminal } from '../events/lifecycle-guard';
+import type { LogTail } from '../stream/run-log';
 import { DATABASE_UNAVAILABLE, Ending, unrecorded } from './run-ending';
 import type { PreparedRun } from '../prepare/run-preparer';
 import { generateTitle } from './thread-title';
@@ -20,6 +21,8 @@ export type Recording = {
   produced: StoredMessage[];
   /** Its lease could not be renewed and may lapse before the write ends. */
   leaseMayLapse: boolean;
+  /** The events its log has not stored, stored with the end. */
+  tail?: LogTail;
 };
 
 /**
@@ -80,10 +83,16 @@ export class RunRecorder {
         resourceId,
         end: r.usage ? { ...end, usage: r.usage } : end,
         produced: r.produced,
+        tail: r.tail,
       })
       .then(
-        () => undefined,
+        (ended) => {
+          // Not ended: another claim holds the run, and its log stops here (RunStreams).
+          r.tail?.settle(ended ? 'stored' : 'superseded');
+          return undefined;
+        },
         (err: Error) => {
+          r.tail?.settle('failed');
           this.log.error(`run ${runId}: could not record its end: ${err.message}`);
           return err;
         },

@@ -16,7 +16,7 @@ import { ThreadsRepository } from '../../threads/threads.repository';
 import { TokenUsage, tokensOf } from '../../protocol/usage';
 import { frame } from '../events/frames';
 import { runStarted } from '../events/run-lifecycle';
-import type { Chunk } from './run-events.repository';
+import { announcement, insertChunks, type Chunk } from './run-events.repository';
 import { ACTIVE, unindexed } from './run.entity';
 import { RunEnd, RunsRepository } from './runs.repository';
 
@@ -69,6 +69,8 @@ export type EndRun = {
   resourceId: string;
   end: RunEnd;
   produced: StoredMessage[];
+  /** The events its log has not stored (RunLogWriter.tail): stored with the end, announced when `announce`. */
+  tail?: { chunk: Chunk; announce: boolean };
 };
 
 /**
@@ -284,12 +286,9 @@ export class ConversationStore {
       .filter((m) => m.role === 'assistant' && m.toolCalls?.some((call) => wanted.has(call.id)));
   }
 
-  /** A call made for the run after its end (the thread's title): the run's usage, and the tokens its budget counts, grow. */
-  async addUsage(runId: string, resourceId: string, usage: TokenUsage[], tokens: number): Promise<void> {
-    await this.db.query(
-      `UPDATE runs SET usage = $3::jsonb, tokens = tokens + $4 WHERE id = $1 AND ${unindexed('resource_id = $2')}`,
-      [runId, resourceId, JSON.stringify(usage), tokens],
-    );
+  /** RunsRepository.addUsage: a call made for the run after its end (the thread's title). */
+  addUsage(runId: string, resourceId: string, usage: TokenUsage[], tokens: number): Promise<void> {
+    return this.runs.addUsage(runId, resourceId, usage, tokens);
   }
 
   setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
@@ -297,16 +296,17 @@ export class ConversationStore {
   }
 
   /**
-   * The run's end and what it produced, in one statement; nothing is stored into a thread that was
-   * deleted meanwhile, nor by a stateless run (even if a thread of that id exists by now), nor by a
-   * run another instance already ended (its lease lapsed: that record and the checkpoint it kept
-   * stand). Unanswered tool calls close with the run.
+   * Records the run's end, what it produced and its log's last events in one statement; true if it
+   * ended the run. Nothing is stored by a run another claim holds (its lease lapsed: that claim's record
+   * and checkpoint stand), nor into a thread deleted meanwhile, nor by a stateless run (even if a
+   * thread of that id exists by now). Unanswered tool calls close with the run.
    * The thread is locked before the run is touched, in the order a claim takes them (thread, then
    * the run's slot): a claim of the next run waits for this end instead of deadlocking with it.
    */
-  async endRun(run: EndRun): Promise<void> {
+  async endRun(run: EndRun): Promise<boolean> {
     const placed = placeMessages(run.threadId, run.produced);
-    await queryPrepared(
+    const tail = run.tail?.chunk;
+    const [{ ended }] = await queryPrepared<{ ended: number }>(
       this.db,
       'io-bridge.end-run',
       `WITH locked AS (SELECT id FROM mastra_threads WHERE id = $6 AND "resourceId" = $2 FOR UPDATE),
@@ -325,8 +325,10 @@ export class ConversationStore {
        src AS (SELECT id AS thread_id, $2::text AS resource_id, $7::jsonb AS placed, last, true AS write FROM clock),
        ${storePlacedRows('src', 'p_')},
        runs_ended AS (${runSpans('ended', 'locked', '$2')}),
-       ${dropAnswerCopies('runs_ended', 'c_')}
-       SELECT count(*) FROM ended`,
+       ${dropAnswerCopies('runs_ended', 'c_')},
+       tail AS (${insertChunks('SELECT id, $12::int, $13::int, $14::text, false FROM ended WHERE $14::text IS NOT NULL')}),
+       announced AS (SELECT ${announcement} FROM tail WHERE $15::boolean)
+       SELECT (SELECT count(*) FROM ended)::int AS ended, (SELECT count(*) FROM announced) AS announced`,
       [
         run.runId,
         run.resourceId,
@@ -339,7 +341,10 @@ export class ConversationStore {
         tokensOf(run.end.usage),
         run.attempt,
         placed.slots,
+        ...(tail ? [tail.first, tail.last, tail.frames] : [0, 0, null]),
+        run.tail?.announce ?? false,
       ],
     );
+    return ended > 0;
   }
 }

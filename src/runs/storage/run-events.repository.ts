@@ -52,6 +52,24 @@ export type Page = { chunks: Chunk[]; more: boolean };
 /** Frames up to this many bytes travel in the notification itself (Postgres allows 8000 in all). */
 const NOTIFY_FRAMES_BYTES = 7000;
 
+/**
+ * Stores the chunks `rows` selects (run_id, first_seq, last_seq, frames, terminal), returning those
+ * stored. A chunk starting where a stored one starts replaces it only when it extends it (a write
+ * retried after a timeout that did commit carries the same frames and more): frames once stored may
+ * have been sent, and are never replaced by others.
+ */
+export const insertChunks = (rows: string) =>
+  `INSERT INTO run_events (run_id, first_seq, last_seq, frames, terminal) ${rows}
+   ON CONFLICT (run_id, first_seq) DO UPDATE
+     SET last_seq = EXCLUDED.last_seq, frames = EXCLUDED.frames, terminal = EXCLUDED.terminal
+    WHERE EXCLUDED.last_seq > run_events.last_seq AND starts_with(EXCLUDED.frames, run_events.frames)
+   RETURNING run_id, first_seq, last_seq, terminal, frames`;
+
+/** The NOTIFY on RUN_EVENTS_CHANNEL of a row insertChunks returned (parseAnnouncement reads it). */
+export const announcement = `pg_notify('${RUN_EVENTS_CHANNEL}',
+  first_seq || ' ' || last_seq || ' ' || (CASE WHEN terminal THEN 't' ELSE 'f' END) || ' ' || run_id
+  || (CASE WHEN octet_length(frames) <= ${NOTIFY_FRAMES_BYTES} THEN E'\\n' || frames ELSE '' END))`;
+
 /** A chunk announced on RUN_EVENTS_CHANNEL: its run, and the chunk when its frames came with it. */
 export function parseAnnouncement(payload: string): { runId: string; chunk?: Chunk } {
   const eol = payload.indexOf('\n');
@@ -119,19 +137,12 @@ export class RunEventsRepository {
          fence AS (
            SELECT r.id, r.${ACTIVE} AS active FROM runs r JOIN chunk c ON r.id = c.run_id AND r.attempt = c.attempt
             ORDER BY r.id FOR KEY SHARE OF r),
-         stored AS (
-           INSERT INTO run_events (run_id, first_seq, last_seq, frames, terminal)
-           SELECT c.run_id, c.first_seq, c.last_seq, c.frames, c.terminal FROM chunk c JOIN fence f ON f.id = c.run_id
-            WHERE NOT (c.terminal AND f.active)
-           ON CONFLICT (run_id, first_seq) DO UPDATE
-             SET last_seq = EXCLUDED.last_seq, frames = EXCLUDED.frames, terminal = EXCLUDED.terminal
-            WHERE EXCLUDED.last_seq > run_events.last_seq AND starts_with(EXCLUDED.frames, run_events.frames)
-           RETURNING run_id, first_seq, last_seq, terminal, frames),
+         stored AS (${insertChunks(
+           `SELECT c.run_id, c.first_seq, c.last_seq, c.frames, c.terminal FROM chunk c JOIN fence f ON f.id = c.run_id
+             WHERE NOT (c.terminal AND f.active)`,
+         )}),
          notified AS (
-           SELECT pg_notify('${RUN_EVENTS_CHANNEL}',
-                    first_seq || ' ' || last_seq || ' ' || (CASE WHEN terminal THEN 't' ELSE 'f' END) || ' ' || run_id
-                    || (CASE WHEN octet_length(frames) <= ${NOTIFY_FRAMES_BYTES} THEN E'\n' || frames ELSE '' END))
-             FROM stored CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
+           SELECT ${announcement} FROM stored CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
             WHERE run_id = ANY($6::text[]))
          SELECT 'n' AS kind, NULL AS run_id FROM (SELECT count(*) FROM notified) AS sent
          UNION ALL SELECT 's', c.run_id FROM chunk c WHERE NOT EXISTS (SELECT 1 FROM fence f WHERE f.id = c.run_id)

@@ -132,6 +132,14 @@ export class RunsRepository {
     );
   }
 
+  /** A call made for the run after its end (the thread's title): the run's usage, and the tokens its budget counts, grow. */
+  async addUsage(runId: string, resourceId: string, usage: TokenUsage[], tokens: number): Promise<void> {
+    await this.runs.query(
+      `UPDATE runs SET usage = $3::jsonb, tokens = tokens + $4 WHERE id = $1 AND ${unindexed('resource_id = $2')}`,
+      [runId, resourceId, JSON.stringify(usage), tokens],
+    );
+  }
+
   /**
    * Takes over an ended run whose log lacks its terminal event, to end that log (its replica died
    * between the two, or is too slow to write it): the claim after `attempt`, so a late write of that

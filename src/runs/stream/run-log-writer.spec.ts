@@ -35,23 +35,33 @@ function setUp() {
     () => false,
     60_000,
     new Logger('test'),
-    () => undefined,
+    (log) => superseded.push(log.runId),
   );
+  const superseded: string[] = [];
   /** A run whose log the writer stores: its RUN_STARTED is framed as soon as it is sent. */
   const start = (runId: string) => {
     const events$ = new Subject<AguiEvent>();
     const log = new RunLog(runId, {
       graceMs: 0,
       abandon: () => undefined,
-      produced: (l) => writer.produced(l),
+      store: writer,
       attempt: 1,
     });
     logs.set(runId, log);
     log.start(events$);
     events$.next({ type: 'RUN_STARTED', timestamp: 1, threadId: 't', runId });
+    return { log, events$ };
   };
-  return { appends, start };
+  return { appends, start, writer, logs, superseded };
 }
+
+/** A delta of the run's text: its first content, framed at once. */
+const delta = (text: string): AguiEvent => ({
+  type: 'TEXT_MESSAGE_CONTENT',
+  timestamp: 1,
+  messageId: 'm',
+  delta: text,
+});
 
 describe('RunLogWriter: a group commit', () => {
   it('writes what the runs produced in one event-loop turn in one statement, in the next turn', async () => {
@@ -77,5 +87,56 @@ describe('RunLogWriter: a group commit', () => {
     expect(appends.started).toEqual([['a'], ['b']]);
     await appends.commitOne();
     expect(appends.started).toEqual([['a'], ['b'], ['c', 'd']]);
+  });
+});
+
+describe("RunLogWriter: a run's end stores its log's tail", () => {
+  it('gives the end what the log framed and did not store, and writes none of it itself', async () => {
+    const { appends, start, writer } = setUp();
+    const { log } = start('a');
+    const tail = await writer.tail(log);
+    expect(tail?.chunk).toMatchObject({ first: 1, last: 1, terminal: false });
+    await turn();
+    expect(appends.started).toEqual([]);
+    // Nothing is sent before the end's statement says it is stored.
+    expect(log.storedSeq).toBe(0);
+    tail!.settle('stored');
+    expect(log.storedSeq).toBe(1);
+    expect(log.unstored).toEqual([]);
+  });
+
+  it("waits for the log's write in flight, then takes what was framed after it", async () => {
+    const { appends, start, writer } = setUp();
+    const { log, events$ } = start('a');
+    await turn();
+    expect(appends.started).toEqual([['a']]);
+    events$.next(delta('Hi'));
+    let taken: Awaited<ReturnType<RunLogWriter['tail']>> | null = null;
+    void writer.tail(log).then((tail) => (taken = tail));
+    await turn();
+    expect(taken).toBeNull();
+    await appends.commitOne();
+    expect(taken!.chunk).toMatchObject({ first: 2, last: 2 });
+    // The writer left the delta to the end: no second append.
+    expect(appends.started).toEqual([['a']]);
+  });
+
+  it('takes nothing from a log whose write failed: the end goes without it, the writer tries again', async () => {
+    const { start, writer } = setUp();
+    const { log } = start('a');
+    const first = await writer.tail(log);
+    first!.settle('failed');
+    expect(log.failing).toBe(true);
+    expect(await writer.tail(log)).toBeUndefined();
+    expect(log.unstored.map((c) => c.first)).toEqual([1]);
+  });
+
+  it('stops a log whose end found another claim holding the run', async () => {
+    const { start, writer, logs, superseded } = setUp();
+    const { log } = start('a');
+    const tail = await writer.tail(log);
+    tail!.settle('superseded');
+    expect(superseded).toEqual(['a']);
+    expect(logs.has('a')).toBe(false);
   });
 });

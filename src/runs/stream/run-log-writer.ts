@@ -1,6 +1,9 @@
 import type { Logger } from '@nestjs/common';
 import type { Refused, RunEventsRepository, StoredChunk } from '../storage/run-events.repository';
-import type { RunLog } from './run-log';
+import type { LogStore, LogTail, RunLog } from './run-log';
+
+/** What became of a write of a log's chunk: `early`, a terminal chunk of a run whose end is not recorded yet. */
+type Written = 'stored' | 'failed' | Refused['reason'];
 
 /** Writes of run events in flight at once (each takes what the runs produced meanwhile: a group commit). */
 const MAX_WRITES = 2;
@@ -10,8 +13,9 @@ const MAX_WRITES = 2;
  * statement for all of them while the previous is in flight (a group commit: statements follow the
  * database's pace, not the number of runs or events). A log whose write failed is tried again; a
  * complete log is forgotten once stored, or given up when it could not be within the retention.
+ * A run's end stores its log's last events itself (`tail`), in the statement that records it.
  */
-export class RunLogWriter {
+export class RunLogWriter implements LogStore {
   /** Complete logs not stored yet (a write failed), kept until the retention passes. */
   private readonly completedAt = new Map<string, number>();
   /** Logs with chunks to store, for the next write. */
@@ -36,6 +40,22 @@ export class RunLogWriter {
     if (log.complete) this.completedAt.set(log.runId, Date.now());
     this.due.add(log);
     this.scheduleWrite();
+  }
+
+  /**
+   * The log's unstored events, for its run's end to store in the statement that records it (one
+   * round trip, where a write and then the end took two); none when there is nothing to take or the
+   * log's writes are failing (the end is recorded without them, and they are written as before).
+   */
+  async tail(log: RunLog): Promise<LogTail | undefined> {
+    const chunk = await log.takeTail();
+    if (!chunk) return undefined;
+    this.due.delete(log);
+    return {
+      chunk,
+      announce: this.followed(log.runId),
+      settle: (result) => this.settle(log, chunk.last, result),
+    };
   }
 
   /** Logs whose write failed are tried again; those that could not be stored within the retention are given up. */
@@ -78,17 +98,7 @@ export class RunLogWriter {
         if (log.complete) this.forget(log);
         continue;
       }
-      const chunks = log.unstored;
-      const joined: StoredChunk = {
-        runId: log.runId,
-        attempt: log.attempt,
-        first: chunks[0].first,
-        last: chunks[chunks.length - 1].last,
-        frames: chunks.length === 1 ? chunks[0].frames : chunks.map((c) => c.frames).join(''),
-        terminal: chunks[chunks.length - 1].terminal,
-      };
-      log.writing = true;
-      batch.push([log, joined]);
+      batch.push([log, { ...log.take(), runId: log.runId, attempt: log.attempt }]);
     }
     if (!batch.length) return;
     const announce = batch
@@ -109,23 +119,25 @@ export class RunLogWriter {
     } finally {
       this.writes--;
     }
-    for (const [log, chunk] of batch) {
-      log.writing = false;
-      const reason = refused.get(log.runId);
-      if (reason === 'superseded') {
-        this.forget(log);
-        this.superseded(log);
-        continue;
-      }
-      // A terminal chunk refused as early (its end not recorded yet) is tried again as a failed write.
-      const stored = ok && !reason;
-      if (stored) log.stored(chunk.last);
-      else log.storeFailed();
-      if (log.complete && !log.unstored.length) {
-        this.forget(log);
-      } else if (stored && log.unstored.length) {
-        this.due.add(log);
-      }
+    for (const [log, chunk] of batch)
+      this.settle(log, chunk.last, ok ? (refused.get(log.runId) ?? 'stored') : 'failed');
+  }
+
+  /** A write of the log's chunks up to `last` ended: its readers get what was stored, the rest is written next. */
+  private settle(log: RunLog, last: number, written: Written): void {
+    log.writing = 0;
+    if (written === 'superseded') {
+      this.forget(log);
+      this.superseded(log);
+      return;
+    }
+    // A terminal chunk refused as early (its end not recorded yet) is tried again as a failed write.
+    if (written === 'stored') log.stored(last);
+    else log.storeFailed();
+    if (log.complete && !log.unstored.length) {
+      this.forget(log);
+    } else if (written === 'stored' && log.unstored.length) {
+      this.due.add(log);
     }
     this.scheduleWrite();
   }

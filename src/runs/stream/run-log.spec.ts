@@ -40,7 +40,7 @@ function openLog(graceMs = 0) {
   const log = new RunLog('r', {
     graceMs,
     abandon: () => abandoned.push(Date.now()),
-    produced: (l) => produced.push(l.seq),
+    store: { produced: (l) => produced.push(l.seq), tail: () => Promise.resolve(undefined) },
     attempt: 1,
   });
   return { log, events$, abandoned, produced };
@@ -54,7 +54,7 @@ describe('RunLog', () => {
     const log = new RunLog('r', {
       graceMs: 0,
       abandon: () => undefined,
-      produced: (l) => produced.push(l.seq),
+      store: { produced: (l) => produced.push(l.seq), tail: () => Promise.resolve(undefined) },
       begun,
       attempt: 1,
     });

@@ -9,10 +9,21 @@ const RECENT_MS = 1000;
 const isTerminal = (event: AguiEvent) => event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR';
 
 /**
- * The log as its run's events see it: an observer that can also say when what it took is stored
- * (the run records its end after that).
+ * A log's unstored events, taken by its run's end to store in the statement that records it
+ * (announced when someone follows the run elsewhere); `settle` says what became of them
+ * (`superseded`: another claim holds the run, and nothing was stored).
  */
-export type LogReader = Observer<AguiEvent> & { stored(): Promise<void> };
+export type LogTail = { chunk: Chunk; announce: boolean; settle(result: Written): void };
+type Written = 'stored' | 'superseded' | 'failed';
+
+/** The log as its run's events see it: an observer that also gives its unstored tail to the run's end. */
+export type LogReader = Observer<AguiEvent> & { tail(): Promise<LogTail | undefined> };
+
+/** Who stores a log's chunks (RunLogWriter): each as it is framed, and the tail its run's end takes. */
+export interface LogStore {
+  produced(log: RunLog): void;
+  tail(log: RunLog): Promise<LogTail | undefined>;
+}
 
 /** Whoever receives a run's frames: a client's stream. */
 export interface FrameSink {
@@ -30,8 +41,8 @@ export type RunLogOptions = {
   graceMs: number;
   /** Nobody reads the run any more (and nobody rejoined within the grace): stop it. */
   abandon: () => void;
-  /** A chunk was framed (or the log completed): the store decides when it is written. */
-  produced: (log: RunLog) => void;
+  /** Stores the log's chunks. */
+  store: LogStore;
   /** A continued run's log: it goes on after this id, the last an earlier replica stored. */
   after?: number;
   /** A new run's log as its claim began it (RUN_STARTED, stored): it goes on after it, sending it first. */
@@ -76,14 +87,14 @@ export class RunLog {
   failing = false;
   /** The terminal event was framed (or the events ended): nothing follows. */
   complete = false;
-  /** A write of this log's chunks is in flight (the store writes one at a time per run). */
-  writing = false;
+  /** The last sequence number of this log's write in flight, 0 for none (one at a time per run). */
+  writing = 0;
   /** Its run went to another replica (a drain): complete here without a terminal event. */
   handedOver = false;
   /** A continued run's (an earlier replica's log goes on here). */
   continued = false;
   private pending: AguiEvent[] = [];
-  /** Who waits for the events up to `seq` to be stored (settled()). */
+  /** Who waits for the events up to `seq` to be stored (takeTail()). */
   private waiters: Array<{ seq: number; resolve: () => void }> = [];
   /** The run's first content was framed: from then on the events of a turn are framed together. */
   private contentFramed = false;
@@ -118,21 +129,33 @@ export class RunLog {
       next: (event) => this.enqueue(event),
       complete: () => this.finish(),
       error: () => this.finish(),
-      stored: () => this.settled(),
+      tail: () => this.options.store.tail(this),
     };
     this.subscription = events$.subscribe(reader);
   }
 
   /**
-   * Resolves once every event taken so far is stored (or storing fails: the run's end does not wait
-   * on a database that is down). The run's end is recorded after it, so a run recorded ended has
-   * all it showed in its log, and a log cut before its terminal event lacks only that.
+   * For the run's end: frames what is pending, waits for the log's write in flight, and takes its
+   * unstored chunks as one (being written: the caller settles them); none when there are none, its
+   * writes are failing, or it was handed over.
    */
-  settled(): Promise<void> {
+  async takeTail(): Promise<Chunk | undefined> {
     this.flush();
-    if (this.storedSeq >= this.seq || this.failing || this.handedOver) return Promise.resolve();
-    const seq = this.seq;
-    return new Promise((resolve) => this.waiters.push({ seq, resolve }));
+    while (this.writing && !this.failing && !this.handedOver) {
+      const seq = this.writing;
+      await new Promise<void>((resolve) => this.waiters.push({ seq, resolve }));
+    }
+    if (this.failing || this.handedOver || this.writing || !this.unstored.length) return undefined;
+    return this.take();
+  }
+
+  /** Every unstored chunk as one chunk (they are consecutive), now being written. */
+  take(): Chunk {
+    const chunks = this.unstored;
+    const last = chunks[chunks.length - 1];
+    this.writing = last.last;
+    const frames = chunks.length === 1 ? chunks[0].frames : chunks.map((c) => c.frames).join('');
+    return { first: chunks[0].first, last: last.last, frames, terminal: last.terminal };
   }
 
   private wake(): void {
@@ -246,7 +269,7 @@ export class RunLog {
     const sinks = [...this.sinks];
     this.sinks.clear();
     this.wake();
-    this.options.produced(this);
+    this.options.store.produced(this);
     return sinks;
   }
 
@@ -304,7 +327,7 @@ export class RunLog {
     this.pending = [];
     this.unstored.push(chunk);
     if (chunk.terminal) this.finish();
-    else this.options.produced(this);
+    else this.options.store.produced(this);
   }
 
   private finish(): void {
@@ -315,7 +338,7 @@ export class RunLog {
     clearTimeout(this.grace);
     // Storing is failing (or the run ended because the database is unavailable): no waiting for it.
     if (this.failing || this.endedUnavailable) this.storeFailed();
-    this.options.produced(this);
+    this.options.store.produced(this);
   }
 
   private endSinks(unlogged?: string): void {

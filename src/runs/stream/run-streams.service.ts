@@ -66,8 +66,6 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
   private readonly relays = new Set<SseWriter>();
   private timers: NodeJS.Timeout[] = [];
   private readonly writer: RunLogWriter;
-  /** Every log's `produced`: one function for all of them, not a closure per open run. */
-  private readonly onProduced = (log: RunLog) => this.writer.produced(log);
   /** Streams reading storage, and the run's writes they follow. */
   private readonly stored: StoredStreams;
 
@@ -132,7 +130,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     const log = new RunLog(runId, {
       graceMs: 0,
       abandon: () => undefined,
-      produced: this.onProduced,
+      store: this.writer,
       after,
       attempt,
     });
@@ -197,7 +195,7 @@ export class RunStreams implements OnModuleInit, OnModuleDestroy {
     const log = new RunLog(runId, {
       graceMs: run.disconnectGraceMs,
       abandon: run.abandon,
-      produced: this.onProduced,
+      store: this.writer,
       begun: run.log,
       attempt: 1,
     });
