@@ -17,8 +17,8 @@ import { concatMap, filter, map, Observable } from 'rxjs';
 import type { AppConfig } from '../src/config/config';
 import type { AguiEvent } from '../src/protocol/agui-events';
 import type { ConversationStore } from '../src/runs/storage/conversation.store';
-import type { Chunk, RunEventsRepository } from '../src/runs/storage/run-events.repository';
-import { RunLog, type LogTail } from '../src/runs/stream/run-log';
+import type { Chunk, LogTail, RunEventsRepository } from '../src/runs/storage/run-events.repository';
+import { RunLog } from '../src/runs/stream/run-log';
 import { RunLogWriter } from '../src/runs/stream/run-log-writer';
 import { SSE_HEADERS } from '../src/runs/stream/sse-writer';
 import { toStored } from '../src/threads/message-format';
@@ -123,17 +123,15 @@ function eventsOf(
     }),
     concatMap(async (event) => {
       if (event.type !== 'RUN_FINISHED') return event;
-      const tail = await logTail();
-      const ended = await store.endRun({
+      await store.endRun({
         threadId: input.threadId,
         runId: input.runId,
         attempt: 1,
         resourceId,
         end: { status: 'finished' },
         produced: text ? [toStored({ id: messageId, role: 'assistant', content: text })] : [],
-        tail,
+        tail: await logTail(),
       });
-      tail?.settle(ended ? 'stored' : 'superseded');
       return event;
     }),
   );

@@ -48,16 +48,20 @@ describe("a run's end stores its log's tail", () => {
         )
       ).rows,
     }));
-  const end = (runId: string, attempt: number, chunk: ReturnType<typeof tailOf>, announce: boolean) =>
-    store.endRun({
+  /** The end with `chunk` as its tail: whether it ended the run, and what it settled the tail as. */
+  const end = async (runId: string, attempt: number, chunk: ReturnType<typeof tailOf>, announce: boolean) => {
+    const settled: string[] = [];
+    const ended = await store.endRun({
       runId,
       attempt,
       threadId: uid('thread'),
       resourceId: owner,
       end: { status: 'finished' },
       produced: [],
-      tail: { chunk, announce },
+      tail: { chunk, announce, settle: (result) => settled.push(result) },
     });
+    return { ended, settled };
+  };
 
   it('stores the tail with the end, in one commit, and announces it to those who follow the run', async () => {
     const runId = await liveRun();
@@ -71,7 +75,7 @@ describe("a run's end stores its log's tail", () => {
       );
       await listener.query(`LISTEN ${RUN_EVENTS_CHANNEL}`);
       const chunk = tailOf(2, 4);
-      expect(await end(runId, 1, chunk, true)).toBe(true);
+      expect(await end(runId, 1, chunk, true)).toEqual({ ended: true, settled: ['stored'] });
       expect(await state(runId)).toEqual({
         status: 'finished',
         events: [{ first_seq: 2, last_seq: 4, frames: chunk.frames, terminal: false }],
@@ -84,7 +88,7 @@ describe("a run's end stores its log's tail", () => {
 
   it('stores nothing for a claim the run no longer holds: the later claim writes its log', async () => {
     const runId = await liveRun(2);
-    expect(await end(runId, 1, tailOf(2, 4), false)).toBe(false);
+    expect(await end(runId, 1, tailOf(2, 4), false)).toEqual({ ended: false, settled: ['superseded'] });
     expect(await state(runId)).toEqual({ status: 'running', events: [] });
   });
 
@@ -98,9 +102,29 @@ describe("a run's end stores its log's tail", () => {
       ),
     );
     const other = { ...tailOf(2, 5), frames: stored.frames.replace('"2"', '"x"') + tailOf(4, 5).frames };
-    expect(await end(runId, 1, other, false)).toBe(true);
+    expect(await end(runId, 1, other, false)).toEqual({ ended: true, settled: ['stored'] });
     expect((await state(runId)).events).toEqual([
       { first_seq: 2, last_seq: 3, frames: stored.frames, terminal: false },
     ]);
+  });
+
+  it('settles the tail as failed when the statement fails, and fails with it', async () => {
+    const runId = await liveRun();
+    // Postgres's text holds no NUL: the statement is refused, and nothing of it is stored.
+    const broken = { ...tailOf(2, 2), frames: 'id: 2\ndata: \u0000\n\n' };
+    const settled: string[] = [];
+    await expect(
+      store.endRun({
+        runId,
+        attempt: 1,
+        threadId: uid('thread'),
+        resourceId: owner,
+        end: { status: 'finished' },
+        produced: [],
+        tail: { chunk: broken, announce: false, settle: (result) => settled.push(result) },
+      }),
+    ).rejects.toThrow();
+    expect(settled).toEqual(['failed']);
+    expect(await state(runId)).toEqual({ status: 'running', events: [] });
   });
 });

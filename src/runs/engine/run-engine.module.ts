@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ThreadsModule } from '../../threads/threads.module';
 import { RunPrepareModule } from '../prepare/run-prepare.module';
 import { RunStorageModule } from '../storage/run-storage.module';
 import { RunStreamsModule } from '../stream/run-streams.module';
@@ -14,7 +15,7 @@ import { RunRecorder } from './run-record';
 
 /** A run made and driven on this replica: the engine, its lease, its end (docs/architecture.md#the-parts-of-a-run). */
 @Module({
-  imports: [RunStorageModule, RunPrepareModule, RunStreamsModule, RunToolsModule],
+  imports: [RunStorageModule, ThreadsModule, RunPrepareModule, RunStreamsModule, RunToolsModule],
   providers: [
     RunFactory,
     MastraRunner,

@@ -22,7 +22,7 @@ import type { Checkpoint, LeaseHolder, RunLeases } from './run-leases';
 import type { HandedOverRun } from '../storage/lapsed-runs.repository';
 import { ReportedResult, Stopped, Terminal } from '../events/lifecycle-guard';
 import { PreparedRun } from '../prepare/run-preparer';
-import type { LogTail } from '../stream/run-log';
+import type { LogTail } from '../storage/run-events.repository';
 
 export type { PreparedRun };
 

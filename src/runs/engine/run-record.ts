@@ -6,8 +6,10 @@ import type { TokenUsage } from '../../protocol/usage';
 import type { StoredMessage } from '../../threads/message-format';
 import { ConversationStore } from '../storage/conversation.store';
 import { InterruptsRepository } from '../storage/interrupts.repository';
+import { RunsRepository } from '../storage/runs.repository';
+import { ThreadsRepository } from '../../threads/threads.repository';
+import type { LogTail } from '../storage/run-events.repository';
 import type { Terminal } from '../events/lifecycle-guard';
-import type { LogTail } from '../stream/run-log';
 import { DATABASE_UNAVAILABLE, Ending, unrecorded } from './run-ending';
 import type { PreparedRun } from '../prepare/run-preparer';
 import { generateTitle } from './thread-title';
@@ -38,13 +40,15 @@ export class RunRecorder {
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly conversations: ConversationStore,
     private readonly interrupts: InterruptsRepository,
+    private readonly runs: RunsRepository,
+    private readonly threads: ThreadsRepository,
   ) {
     this.approvalTtlMs = config.approvalTtlMs;
   }
 
   /** memoryOptions.generateTitle, once the run finished (generateTitle). */
   title(run: PreparedRun, usage: readonly TokenUsage[] | undefined): void {
-    void generateTitle(run, this.conversations, this.log, usage);
+    void generateTitle(run, { runs: this.runs, threads: this.threads }, this.log, usage);
   }
 
   /**
@@ -86,13 +90,8 @@ export class RunRecorder {
         tail: r.tail,
       })
       .then(
-        (ended) => {
-          // Not ended: another claim holds the run, and its log stops here (RunStreams).
-          r.tail?.settle(ended ? 'stored' : 'superseded');
-          return undefined;
-        },
+        () => undefined,
         (err: Error) => {
-          r.tail?.settle('failed');
           this.log.error(`run ${runId}: could not record its end: ${err.message}`);
           return err;
         },

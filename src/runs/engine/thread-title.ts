@@ -4,7 +4,8 @@ import { TITLE_PROMPT } from '../../agents/prompts';
 import type { ModelCallObserver } from '../../agents/model-calls';
 import { RUN_CONTEXT_KEY, RunToolContext } from '../../agents/tools/run-tools';
 import { addUsage, TokenUsage, tokensOf } from '../../protocol/usage';
-import type { ConversationStore } from '../storage/conversation.store';
+import type { RunsRepository } from '../storage/runs.repository';
+import type { ThreadsRepository } from '../../threads/threads.repository';
 import type { PreparedRun } from '../prepare/run-preparer';
 
 /** How long the title may take; past it the call is abandoned (the thread keeps no title). */
@@ -17,7 +18,7 @@ const TITLE_TIMEOUT_MS = 60_000;
  */
 export async function generateTitle(
   run: PreparedRun,
-  conversations: ConversationStore,
+  store: { runs: RunsRepository; threads: ThreadsRepository },
   log: Logger,
   usage: readonly TokenUsage[] | undefined,
 ): Promise<void> {
@@ -45,7 +46,7 @@ export async function generateTitle(
       .replace(/^["']|["']$/g, '')
       .split('\n')[0]
       .slice(0, 80);
-    if (name) await conversations.setTitleIfNone(run.threadId, run.principal.resourceId, name);
+    if (name) await store.threads.setTitleIfNone(run.threadId, run.principal.resourceId, name);
   } catch (err) {
     log.warn(`run ${run.runId}: title generation failed: ${(err as Error).message}`);
   }
@@ -53,7 +54,7 @@ export async function generateTitle(
   const total = (usage ?? []).map((u) => ({ ...u }));
   for (const u of title) addUsage(total, u);
   try {
-    await conversations.addUsage(run.runId, run.principal.resourceId, total, tokensOf(title));
+    await store.runs.addUsage(run.runId, run.principal.resourceId, total, tokensOf(title));
   } catch (err) {
     log.warn(`run ${run.runId}: recording the title's usage failed: ${(err as Error).message}`);
   }

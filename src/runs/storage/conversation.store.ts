@@ -12,11 +12,10 @@ import { StoredMessage } from '../../threads/message-format';
 import { messagesOf, placeMessages, rowId } from '../../threads/mastra-rows';
 import { clockAfter, dropAnswerCopies, runSpans, storePlacedRows } from '../../threads/store-rows';
 import { MESSAGE_ROW_COLUMNS, MessagesRepository } from '../../threads/messages.repository';
-import { ThreadsRepository } from '../../threads/threads.repository';
-import { TokenUsage, tokensOf } from '../../protocol/usage';
+import { tokensOf } from '../../protocol/usage';
 import { frame } from '../events/frames';
 import { runStarted } from '../events/run-lifecycle';
-import { announcement, insertChunks, type Chunk } from './run-events.repository';
+import { announcement, insertChunks, type Chunk, type LogTail } from './run-events.repository';
 import { ACTIVE, unindexed } from './run.entity';
 import { RunEnd, RunsRepository } from './runs.repository';
 
@@ -69,8 +68,8 @@ export type EndRun = {
   resourceId: string;
   end: RunEnd;
   produced: StoredMessage[];
-  /** The events its log has not stored (RunLogWriter.tail): stored with the end, announced when `announce`. */
-  tail?: { chunk: Chunk; announce: boolean };
+  /** The events its log has not stored (RunLogWriter.tail): stored with the end, and settled. */
+  tail?: LogTail;
 };
 
 /**
@@ -97,7 +96,6 @@ export class ConversationStore {
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
     @InjectDataSource() private readonly db: DataSource,
-    private readonly threads: ThreadsRepository,
     private readonly messages: MessagesRepository,
     private readonly runs: RunsRepository,
     private readonly lapsed: LapsedRunsRepository,
@@ -286,18 +284,9 @@ export class ConversationStore {
       .filter((m) => m.role === 'assistant' && m.toolCalls?.some((call) => wanted.has(call.id)));
   }
 
-  /** RunsRepository.addUsage: a call made for the run after its end (the thread's title). */
-  addUsage(runId: string, resourceId: string, usage: TokenUsage[], tokens: number): Promise<void> {
-    return this.runs.addUsage(runId, resourceId, usage, tokens);
-  }
-
-  setTitleIfNone(threadId: string, resourceId: string, title: string): Promise<void> {
-    return this.threads.setTitleIfNone(threadId, resourceId, title);
-  }
-
   /**
    * Records the run's end, what it produced and its log's last events in one statement; true if it
-   * ended the run. Nothing is stored by a run another claim holds (its lease lapsed: that claim's record
+   * ended the run (the tail is settled by what became of it). Nothing is stored by a run another claim holds (its lease lapsed: that claim's record
    * and checkpoint stand), nor into a thread deleted meanwhile, nor by a stateless run (even if a
    * thread of that id exists by now). Unanswered tool calls close with the run.
    * The thread is locked before the run is touched, in the order a claim takes them (thread, then
@@ -306,7 +295,7 @@ export class ConversationStore {
   async endRun(run: EndRun): Promise<boolean> {
     const placed = placeMessages(run.threadId, run.produced);
     const tail = run.tail?.chunk;
-    const [{ ended }] = await queryPrepared<{ ended: number }>(
+    const rows = await queryPrepared<{ ended: number }>(
       this.db,
       'io-bridge.end-run',
       `WITH locked AS (SELECT id FROM mastra_threads WHERE id = $6 AND "resourceId" = $2 FOR UPDATE),
@@ -344,7 +333,13 @@ export class ConversationStore {
         ...(tail ? [tail.first, tail.last, tail.frames] : [0, 0, null]),
         run.tail?.announce ?? false,
       ],
-    );
-    return ended > 0;
+    ).catch((err: unknown) => {
+      run.tail?.settle('failed');
+      throw err;
+    });
+    // Not ended: another claim holds the run, and the tail's log stops here (RunStreams).
+    const ended = rows[0].ended > 0;
+    run.tail?.settle(ended ? 'stored' : 'superseded');
+    return ended;
   }
 }

@@ -49,6 +49,14 @@ export const FIRST_PAGE_BYTES = 16 * 1024;
 /** A page of a run's log: its chunks in order, and whether the log went on past them (read again from the last). */
 export type Page = { chunks: Chunk[]; more: boolean };
 
+/**
+ * A log's unstored events, taken by its run's end to store in the statement that records it
+ * (announced when someone follows the run elsewhere); the statement settles it: `superseded`,
+ * another claim holds the run and nothing was stored.
+ */
+export type LogTail = { chunk: Chunk; announce: boolean; settle(result: Written): void };
+type Written = 'stored' | 'superseded' | 'failed';
+
 /** Frames up to this many bytes travel in the notification itself (Postgres allows 8000 in all). */
 const NOTIFY_FRAMES_BYTES = 7000;
 

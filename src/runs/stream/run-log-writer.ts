@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
-import type { Refused, RunEventsRepository, StoredChunk } from '../storage/run-events.repository';
-import type { LogStore, LogTail, RunLog } from './run-log';
+import type { LogTail, Refused, RunEventsRepository, StoredChunk } from '../storage/run-events.repository';
+import type { LogStore, RunLog } from './run-log';
 
 /** What became of a write of a log's chunk: `early`, a terminal chunk of a run whose end is not recorded yet. */
 type Written = 'stored' | 'failed' | Refused['reason'];

@@ -1,20 +1,12 @@
 import { Observer, Subscribable, Unsubscribable } from 'rxjs';
 import { AguiEvent } from '../../protocol/agui-events';
-import { Chunk } from '../storage/run-events.repository';
+import { Chunk, type LogTail } from '../storage/run-events.repository';
 import { frame, withoutIds } from '../events/frames';
 
 /** How long a log keeps chunks it sent, for readers attaching after a read of storage. */
 const RECENT_MS = 1000;
 
 const isTerminal = (event: AguiEvent) => event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR';
-
-/**
- * A log's unstored events, taken by its run's end to store in the statement that records it
- * (announced when someone follows the run elsewhere); `settle` says what became of them
- * (`superseded`: another claim holds the run, and nothing was stored).
- */
-export type LogTail = { chunk: Chunk; announce: boolean; settle(result: Written): void };
-type Written = 'stored' | 'superseded' | 'failed';
 
 /** The log as its run's events see it: an observer that also gives its unstored tail to the run's end. */
 export type LogReader = Observer<AguiEvent> & { tail(): Promise<LogTail | undefined> };
