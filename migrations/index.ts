@@ -16,6 +16,7 @@ import { RunWriteFence1764692900000 } from './1764692900000-run-write-fence';
 import { MastraMemoryTables1764693000000 } from './1764693000000-mastra-memory-tables';
 import { OneThreadStore1764693100000 } from './1764693100000-one-thread-store';
 import { ResponseBoundaries1764693200000 } from './1764693200000-response-boundaries';
+import { RunEventsFencedOnly1764693300000 } from './1764693300000-run-events-fenced-only';
 
 /** Every migration, in order: the app, the CLI and the tests all run this list. */
 export const migrations = [
@@ -37,4 +38,5 @@ export const migrations = [
   MastraMemoryTables1764693000000,
   OneThreadStore1764693100000,
   ResponseBoundaries1764693200000,
+  RunEventsFencedOnly1764693300000,
 ];

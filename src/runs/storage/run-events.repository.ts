@@ -14,9 +14,13 @@ export type Chunk = { first: number; last: number; frames: string; terminal: boo
 /**
  * Chunks of several runs to store in one statement, each written by the claim of its run that
  * `attempt` names: a chunk of a claim the run no longer has is refused (docs/durable-runs.md, "One
- * writer per run").
+ * writer per run"). `firstTry`: the first write of these events by the run's live log, their only
+ * writer, so nothing stored can start where they start; it is a plain insert, half the database's
+ * work of one that checks for such a row (a row found anyway fails the statement, and the logs in
+ * it try again). Other chunks may meet a stored one, a retried write whose first did commit or
+ * another instance closing the same log, and are stored by insertChunks' rule.
  */
-export type StoredChunk = Chunk & { runId: string; attempt: number };
+export type StoredChunk = Chunk & { runId: string; attempt: number; firstTry?: boolean };
 
 /**
  * Why an append stored nothing of a run's chunk: `superseded`, another claim holds the run now (its
@@ -115,7 +119,8 @@ export class RunEventsRepository {
    * write commits; returns the runs whose chunk it refused. Each chunk is fenced by its run's row:
    * it is stored only while the row holds the writer's attempt (a key-share lock on the row, so a
    * claim taking the run over waits for this write, and no write of the earlier claim commits after
-   * it), and a terminal chunk only once the row records the run's end.
+   * it), and a terminal chunk only once the row records the run's end. The fence is also what
+   * keeps the table free of events of no run: it has no foreign key to `runs`.
    *
    * A chunk starting where a stored one starts replaces it only when it extends it (a write retried
    * after a timeout that did commit carries the same frames and more): frames once stored may have
@@ -134,21 +139,29 @@ export class RunEventsRepository {
       chunks.map((c) => c.terminal),
       announce,
       chunks.map((c) => c.attempt),
+      chunks.map((c) => !!c.firstTry),
     ];
     const write = () =>
       queryPrepared<{ kind: 'n' | 's' | 'e'; run_id: string | null }>(
         this.db,
         'io-bridge.append-run-events',
         `WITH chunk AS (
-           SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::boolean[], $7::int[])
-             AS c(run_id, first_seq, last_seq, frames, terminal, attempt)),
+           SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::boolean[], $7::int[], $8::boolean[])
+             AS c(run_id, first_seq, last_seq, frames, terminal, attempt, first_try)),
          fence AS (
            SELECT r.id, r.${ACTIVE} AS active FROM runs r JOIN chunk c ON r.id = c.run_id AND r.attempt = c.attempt
             ORDER BY r.id FOR KEY SHARE OF r),
-         stored AS (${insertChunks(
-           `SELECT c.run_id, c.first_seq, c.last_seq, c.frames, c.terminal FROM chunk c JOIN fence f ON f.id = c.run_id
-             WHERE NOT (c.terminal AND f.active)`,
+         fenced AS (
+           SELECT c.run_id, c.first_seq, c.last_seq, c.frames, c.terminal, c.first_try FROM chunk c
+             JOIN fence f ON f.id = c.run_id WHERE NOT (c.terminal AND f.active)),
+         inserted AS (
+           INSERT INTO run_events (run_id, first_seq, last_seq, frames, terminal)
+           SELECT run_id, first_seq, last_seq, frames, terminal FROM fenced WHERE first_try
+           RETURNING run_id, first_seq, last_seq, terminal, frames),
+         merged AS (${insertChunks(
+           `SELECT run_id, first_seq, last_seq, frames, terminal FROM fenced WHERE NOT first_try`,
          )}),
+         stored AS (SELECT * FROM inserted UNION ALL SELECT * FROM merged),
          notified AS (
            SELECT ${announcement} FROM stored CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
             WHERE run_id = ANY($6::text[]))

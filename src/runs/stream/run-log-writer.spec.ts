@@ -9,18 +9,30 @@ import { RunLogWriter } from './run-log-writer';
 /** The appends the writer made, each with the runs it carried; each is answered by the test. */
 class Appends {
   started: string[][] = [];
-  private answers: Array<() => void> = [];
+  /** The chunks of each append, as the repository got them. */
+  chunks: StoredChunk[][] = [];
+  private answers: Array<(ok: boolean) => void> = [];
 
   readonly repository = {
     append: (chunks: StoredChunk[]) => {
       this.started.push(chunks.map((c) => c.runId));
-      return new Promise<[]>((resolve) => this.answers.push(() => resolve([])));
+      this.chunks.push(chunks);
+      return new Promise<[]>((resolve, reject) =>
+        this.answers.push((ok) => (ok ? resolve([]) : reject(new Error('connection lost')))),
+      );
     },
   } as unknown as RunEventsRepository;
 
   /** The oldest append in flight commits (and the writer has had a turn to go on). */
   async commitOne(): Promise<void> {
-    this.answers.shift()?.();
+    this.answers.shift()?.(true);
+    await turn();
+    await turn();
+  }
+
+  /** The oldest append in flight fails (it may have committed: the writer cannot tell). */
+  async failOne(): Promise<void> {
+    this.answers.shift()?.(false);
     await turn();
     await turn();
   }
@@ -87,6 +99,26 @@ describe('RunLogWriter: a group commit', () => {
     expect(appends.started).toEqual([['a'], ['b']]);
     await appends.commitOne();
     expect(appends.started).toEqual([['a'], ['b'], ['c', 'd']]);
+  });
+});
+
+describe('RunLogWriter: an event stored once', () => {
+  it('writes a chunk first as a plain insert, and after a failed write as one that may meet it stored', async () => {
+    const { appends, start, writer } = setUp();
+    const { events$ } = start('a');
+    await turn();
+    await appends.failOne();
+    writer.retry();
+    await turn();
+    await appends.commitOne();
+    events$.next(delta('Hi'));
+    await turn();
+    expect(appends.chunks.map((write) => write.map((c) => [c.first, c.last, c.firstTry]))).toEqual([
+      [[1, 1, true]],
+      // The failed write may have committed: the retry carries the same start, and may extend it.
+      [[1, 1, false]],
+      [[2, 2, true]],
+    ]);
   });
 });
 

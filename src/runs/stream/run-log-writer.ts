@@ -98,7 +98,9 @@ export class RunLogWriter implements LogStore {
         if (log.complete) this.forget(log);
         continue;
       }
-      batch.push([log, { ...log.take(), runId: log.runId, attempt: log.attempt }]);
+      // After a failed write the events may be stored already (it may have committed): no first try.
+      const firstTry = !log.failing;
+      batch.push([log, { ...log.take(), runId: log.runId, attempt: log.attempt, firstTry }]);
     }
     if (!batch.length) return;
     const announce = batch
