@@ -33,16 +33,22 @@ describe('event-log appends', () => {
   const chunk = (runId: string, first: number, last: number, firstTry: boolean, text = 'w'): StoredChunk => {
     let frames = '';
     for (let seq = first; seq <= last; seq++)
-      frames += frame(seq, { type: 'TEXT_MESSAGE_CONTENT', timestamp: 1, messageId: 'm', delta: `${text}${seq}` });
+      frames += frame(seq, {
+        type: 'TEXT_MESSAGE_CONTENT',
+        timestamp: 1,
+        messageId: 'm',
+        delta: `${text}${seq}`,
+      });
     return { runId, attempt: 1, first, last, frames, terminal: false, firstTry };
   };
   const stored = (runId: string) =>
     db(
       async (c) =>
         (
-          await c.query('SELECT first_seq, last_seq, frames FROM run_events WHERE run_id = $1 ORDER BY first_seq', [
-            runId,
-          ])
+          await c.query(
+            'SELECT first_seq, last_seq, frames FROM run_events WHERE run_id = $1 ORDER BY first_seq',
+            [runId],
+          )
         ).rows,
     );
 
@@ -58,7 +64,9 @@ describe('event-log appends', () => {
     const [a, b] = [await liveRun(), await liveRun()];
     const first = chunk(a, 2, 2, true);
     await events.append([first], []);
-    await expect(events.append([chunk(a, 2, 3, true), chunk(b, 2, 2, true)], [])).rejects.toThrow(/duplicate key/);
+    await expect(events.append([chunk(a, 2, 3, true), chunk(b, 2, 2, true)], [])).rejects.toThrow(
+      /duplicate key/,
+    );
     expect(await stored(a)).toEqual([{ first_seq: 2, last_seq: 2, frames: first.frames }]);
     expect(await stored(b)).toEqual([]);
   });
@@ -68,9 +76,13 @@ describe('event-log appends', () => {
     await events.append([chunk(runId, 2, 3, true)], []);
     // Other frames from the same start are left out; the same frames and more extend the row.
     await events.append([chunk(runId, 2, 4, false, 'other')], []);
-    expect(await stored(runId)).toEqual([{ first_seq: 2, last_seq: 3, frames: chunk(runId, 2, 3, true).frames }]);
+    expect(await stored(runId)).toEqual([
+      { first_seq: 2, last_seq: 3, frames: chunk(runId, 2, 3, true).frames },
+    ]);
     await events.append([chunk(runId, 2, 5, false)], []);
-    expect(await stored(runId)).toEqual([{ first_seq: 2, last_seq: 5, frames: chunk(runId, 2, 5, false).frames }]);
+    expect(await stored(runId)).toEqual([
+      { first_seq: 2, last_seq: 5, frames: chunk(runId, 2, 5, false).frames },
+    ]);
   });
 
   it('refuses the events of a run that has no row, and stores none of them', async () => {
