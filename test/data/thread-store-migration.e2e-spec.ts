@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { migrations } from '../../migrations';
 import { OneThreadStore1764693100000 } from '../../migrations/1764693100000-one-thread-store';
+import { ResponseBoundaries1764693200000 } from '../../migrations/1764693200000-response-boundaries';
 import { messagesOf, placeMessages, rowId } from '../../src/threads/mastra-rows';
 import type { StoredMessage } from '../../src/threads/message-format';
 
@@ -392,7 +393,9 @@ describe('migration OneThreadStore1764693100000 on a database of the schema befo
          VALUES ($1, 'thread-g', $2, $3, 'v2', now() AT TIME ZONE 'UTC', now(), 'alice')`,
         [id, content, role],
       );
-    expect(await migrate(migrations)).toEqual(['ResponseBoundaries1764693200000']);
+    expect(
+      await migrate(migrations.slice(0, migrations.indexOf(ResponseBoundaries1764693200000) + 1)),
+    ).toEqual(['ResponseBoundaries1764693200000']);
     const after = new Map(
       (
         await client.query<{ id: string; content: string }>(
@@ -432,5 +435,17 @@ describe('migration OneThreadStore1764693100000 on a database of the schema befo
       ],
       metadata: { mastra: { other: 1, responseBoundary: true }, k: 'v' },
     });
+  });
+
+  it('then RunEventsFencedOnly1764693300000 drops the foreign key of run_events, its rows kept', async () => {
+    const keys = () =>
+      client.query(
+        `SELECT conname FROM pg_constraint WHERE conrelid = 'run_events'::regclass AND contype = 'f'`,
+      );
+    expect((await keys()).rows).toEqual([{ conname: 'run_events_run_id_fkey' }]);
+    const before = await client.query('SELECT count(*)::int AS n FROM run_events');
+    expect(await migrate(migrations)).toEqual(['RunEventsFencedOnly1764693300000']);
+    expect((await keys()).rows).toEqual([]);
+    expect((await client.query('SELECT count(*)::int AS n FROM run_events')).rows).toEqual(before.rows);
   });
 });
