@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import { frame } from '../../src/runs/events/frames';
 import { ConversationStore } from '../../src/runs/storage/conversation.store';
 import { parseAnnouncement, RUN_EVENTS_CHANNEL } from '../../src/runs/storage/run-events.repository';
-import { db, startApp, TestApp } from '../support/app';
+import { db, insertLiveRun, startApp, TestApp } from '../support/app';
 import { uid } from '../support/sse';
 
 /**
@@ -21,17 +21,7 @@ describe("a run's end stores its log's tail", () => {
   afterAll(() => t.close());
 
   /** A live run, its row at `attempt` (a later claim took it when above 1). */
-  const liveRun = async (attempt = 1) => {
-    const runId = uid('run');
-    await db((c) =>
-      c.query(
-        `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, attempt)
-         VALUES ($1, $2, $3, 'assistant', 'running', now() + interval '1 hour', $4)`,
-        [runId, uid('thread'), owner, attempt],
-      ),
-    );
-    return runId;
-  };
+  const liveRun = (attempt = 1) => insertLiveRun(owner, attempt);
   const tailOf = (first: number, last: number) => {
     let frames = '';
     for (let seq = first; seq <= last; seq++)

@@ -1,7 +1,7 @@
 import { frame } from '../../src/runs/events/frames';
 import { RunEventsRepository } from '../../src/runs/storage/run-events.repository';
 import type { StoredChunk } from '../../src/runs/storage/run-events.repository';
-import { db, startApp, TestApp } from '../support/app';
+import { db, insertLiveRun, startApp, TestApp } from '../support/app';
 import { uid } from '../support/sse';
 
 /**
@@ -19,17 +19,7 @@ describe('event-log appends', () => {
   });
   afterAll(() => t.close());
 
-  const liveRun = async () => {
-    const runId = uid('run');
-    await db((c) =>
-      c.query(
-        `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
-         VALUES ($1, $2, $3, 'assistant', 'running', now() + interval '1 hour')`,
-        [runId, uid('thread'), owner],
-      ),
-    );
-    return runId;
-  };
+  const liveRun = () => insertLiveRun(owner);
   const chunk = (runId: string, first: number, last: number, firstTry: boolean, text = 'w'): StoredChunk => {
     let frames = '';
     for (let seq = first; seq <= last; seq++)

@@ -1,7 +1,7 @@
 import { HttpAgent } from '@ag-ui/client';
 import { Client } from 'pg';
 import { EARLY_RESULTS_PER_RUN, ToolCallsRepository } from '../../src/runs/storage/tool-calls.repository';
-import { db, eventually, startApp, TestApp } from '../support/app';
+import { db, eventually, insertLiveRun, startApp, TestApp } from '../support/app';
 import { LiveRun, openRun, runInput, runToFrames, shownText, types, uid } from '../support/sse';
 import { assertStreamRules } from '../support/stream-rules';
 
@@ -478,17 +478,7 @@ describe('a frontend tool result posted before its call is registered', () => {
   describe('ToolCallsRepository on the real database', () => {
     const owner = 'repo-owner';
     let repo: ToolCallsRepository;
-    const liveRun = async () => {
-      const runId = uid('run');
-      await db((c) =>
-        c.query(
-          `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at)
-           VALUES ($1, $2, $3, 'assistant', 'running', now() + interval '1 hour')`,
-          [runId, uid('thread'), owner],
-        ),
-      );
-      return runId;
-    };
+    const liveRun = () => insertLiveRun(owner);
     const row = (runId: string) =>
       db((c) =>
         c

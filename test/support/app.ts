@@ -6,6 +6,7 @@ import { messagesOf } from '../../src/threads/mastra-rows';
 import { MESSAGE_ROW_COLUMNS } from '../../src/threads/messages.repository';
 import type { StoredMessage } from '../../src/threads/message-format';
 import { serviceLogs } from './log-sink';
+import { uid } from './sse';
 
 export type TestApp = {
   app: NestFastifyApplication;
@@ -40,6 +41,22 @@ export async function db<T>(fn: (client: Client) => Promise<T>): Promise<T> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A run row that is active and holds its lease for an hour, written straight to the database (a
+ * repository's test needs no engine): at `attempt`, a later claim's when above 1. Returns its id.
+ */
+export async function insertLiveRun(owner: string, attempt = 1): Promise<string> {
+  const runId = uid('run');
+  await db((c) =>
+    c.query(
+      `INSERT INTO runs (id, thread_id, resource_id, agent_id, status, lease_expires_at, attempt)
+       VALUES ($1, $2, $3, 'assistant', 'running', now() + interval '1 hour', $4)`,
+      [runId, uid('thread'), owner, attempt],
+    ),
+  );
+  return runId;
 }
 
 /** The messages a thread stores, in order: its rows in Mastra's memory, read as io-bridge reads them. */

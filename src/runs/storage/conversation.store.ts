@@ -286,9 +286,10 @@ export class ConversationStore {
 
   /**
    * Records the run's end, what it produced and its log's last events in one statement; true if it
-   * ended the run (the tail is settled by what became of it). Nothing is stored by a run another claim holds (its lease lapsed: that claim's record
-   * and checkpoint stand), nor into a thread deleted meanwhile, nor by a stateless run (even if a
-   * thread of that id exists by now). Unanswered tool calls close with the run.
+   * ended the run (the tail is settled by what became of it). Nothing is stored by a run another
+   * claim holds (its lease lapsed: that claim's record and checkpoint stand), nor into a thread
+   * deleted meanwhile, nor by a stateless run (even if a thread of that id exists by now).
+   * Unanswered tool calls close with the run.
    * The thread is locked before the run is touched, in the order a claim takes them (thread, then
    * the run's slot): a claim of the next run waits for this end instead of deadlocking with it.
    */

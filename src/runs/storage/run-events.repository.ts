@@ -65,16 +65,22 @@ type Written = 'stored' | 'superseded' | 'failed';
 const NOTIFY_FRAMES_BYTES = 7000;
 
 /**
- * Stores the chunks `rows` selects (run_id, first_seq, last_seq, frames, terminal), returning those
- * stored. A chunk starting where a stored one starts replaces it only when it extends it (a write
- * retried after a timeout that did commit carries the same frames and more): frames once stored may
- * have been sent, and are never replaced by others.
+ * A chunk starting where a stored one starts replaces it only when it extends it (a write retried
+ * after a timeout that did commit carries the same frames and more): frames once stored may have
+ * been sent, and are never replaced by others.
  */
-export const insertChunks = (rows: string) =>
-  `INSERT INTO run_events (run_id, first_seq, last_seq, frames, terminal) ${rows}
-   ON CONFLICT (run_id, first_seq) DO UPDATE
+const EXTEND_ONLY = `ON CONFLICT (run_id, first_seq) DO UPDATE
      SET last_seq = EXCLUDED.last_seq, frames = EXCLUDED.frames, terminal = EXCLUDED.terminal
-    WHERE EXCLUDED.last_seq > run_events.last_seq AND starts_with(EXCLUDED.frames, run_events.frames)
+    WHERE EXCLUDED.last_seq > run_events.last_seq AND starts_with(EXCLUDED.frames, run_events.frames)`;
+
+/**
+ * Stores the chunks `rows` selects (run_id, first_seq, last_seq, frames, terminal), returning those
+ * stored, by the EXTEND_ONLY rule; `firstTry` (StoredChunk), as a plain insert, which a stored row
+ * at the same start fails.
+ */
+export const insertChunks = (rows: string, { firstTry = false } = {}) =>
+  `INSERT INTO run_events (run_id, first_seq, last_seq, frames, terminal) ${rows}
+   ${firstTry ? '' : EXTEND_ONLY}
    RETURNING run_id, first_seq, last_seq, terminal, frames`;
 
 /** The NOTIFY on RUN_EVENTS_CHANNEL of a row insertChunks returned (parseAnnouncement reads it). */
@@ -154,10 +160,10 @@ export class RunEventsRepository {
          fenced AS (
            SELECT c.run_id, c.first_seq, c.last_seq, c.frames, c.terminal, c.first_try FROM chunk c
              JOIN fence f ON f.id = c.run_id WHERE NOT (c.terminal AND f.active)),
-         inserted AS (
-           INSERT INTO run_events (run_id, first_seq, last_seq, frames, terminal)
-           SELECT run_id, first_seq, last_seq, frames, terminal FROM fenced WHERE first_try
-           RETURNING run_id, first_seq, last_seq, terminal, frames),
+         inserted AS (${insertChunks(
+           `SELECT run_id, first_seq, last_seq, frames, terminal FROM fenced WHERE first_try`,
+           { firstTry: true },
+         )}),
          merged AS (${insertChunks(
            `SELECT run_id, first_seq, last_seq, frames, terminal FROM fenced WHERE NOT first_try`,
          )}),
