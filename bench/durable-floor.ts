@@ -83,7 +83,9 @@ export async function startDurableFloor(
   );
 }
 
+/** The client's response, taking every chunk (never behind: the floor measures no slow reader). */
 const sinkOf = (res: http.ServerResponse) => ({
+  isBehind: false,
   push: (chunk: Chunk) => void res.write(chunk.frames),
   end: (unlogged?: string) => void res.end(unlogged ?? ''),
 });

@@ -166,6 +166,14 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
     const first = runInput('My name is Erin.', { threadId, forwardedProps: memoryOf(threadId) });
     model.enqueue({ text: ['Hello Erin.'] });
     expect((await run('erin', first)).at(-1)!.event.type).toBe('RUN_FINISHED');
+    // The memory's generateTitle names the thread in the background after the run, through the agent's
+    // model. Mastra asks again after any run that ends while the thread has no title yet, so the next
+    // turn waits for it.
+    const title = await eventually(async () => {
+      const titled = await db((c) => c.query(`SELECT title FROM mastra_threads WHERE id = $1`, [threadId]));
+      return (titled.rows[0]?.title as string | undefined) || undefined;
+    });
+    expect(title).toBe('Order questions');
     // The second turn sends only its new message, as io.Assist does.
     const second = runInput('What is my name?', { threadId, forwardedProps: memoryOf(threadId) });
     model.enqueue({ text: ['Erin.'] });
@@ -175,12 +183,6 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
       'assistant: Hello Erin.',
       'user: What is my name?',
     ]);
-    // The memory's generateTitle named the thread, once, through the agent's model.
-    const title = await eventually(async () => {
-      const titled = await db((c) => c.query(`SELECT title FROM mastra_threads WHERE id = $1`, [threadId]));
-      return (titled.rows[0]?.title as string | undefined) || undefined;
-    });
-    expect(title).toBe('Order questions');
     // io-bridge's thread shows the same title, not the first message's text.
     const shown = await eventually(async () => {
       const res = await fetch(`${service.base}/threads/${threadId}`, {
@@ -190,6 +192,7 @@ describe('a Mastra project of the team’s own (MASTRA_ENTRY)', () => {
       return thread.title || undefined;
     });
     expect(shown).toBe('Order questions');
+    // A titled thread is not named again: one title request, from the first turn.
     expect(model.aside.filter((r) => JSON.stringify(r.messages).includes('My name is Erin.'))).toHaveLength(
       1,
     );

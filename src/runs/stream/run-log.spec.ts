@@ -20,8 +20,13 @@ const textStart: AguiEvent = { type: 'TEXT_MESSAGE_START', timestamp: 2, message
 class Collected implements FrameSink {
   chunks: Chunk[] = [];
   ended = false;
+  isBehind = false;
+  /** Falls behind (drops the chunk) when a push would take it past this many chunks. */
+  constructor(private readonly room = Infinity) {}
   push(chunk: Chunk): void {
-    this.chunks.push(chunk);
+    if (this.isBehind) return;
+    if (this.chunks.length >= this.room) this.isBehind = true;
+    else this.chunks.push(chunk);
   }
   unlogged: string | undefined;
   end(unlogged?: string): void {
@@ -163,6 +168,35 @@ describe('RunLog', () => {
     log.attach(after, 3);
     expect(after.chunks).toEqual([]);
     expect(after.ended).toBe(true);
+  });
+
+  it('neither ends nor keeps a reader that falls behind on the chunks memory holds: its owner catches it up from storage', () => {
+    for (const complete of [true, false]) {
+      const { log, events$ } = openLog();
+      log.start(events$);
+      events$.next(started);
+      log.stored(1);
+      events$.next(text('a'));
+      log.stored(2);
+      if (complete) {
+        events$.next(finished);
+        events$.complete();
+        log.stored(3);
+      }
+      // Its socket takes one chunk of those memory holds, then the stream drops what follows.
+      const slow = new Collected(1);
+      log.attach(slow, 0);
+      expect({ complete, behind: slow.isBehind, ended: slow.ended }).toEqual({
+        complete,
+        behind: true,
+        ended: false,
+      });
+      // Not kept: had it been, it would get the next chunk stored once it took chunks again.
+      slow.isBehind = false;
+      events$.next(step);
+      log.stored(log.seq);
+      expect(slow.chunks.map((c) => c.last)).toEqual([1]);
+    }
   });
 
   it('keeps the chunks it sent for a second: a reader further back reads storage', async () => {

@@ -21,6 +21,8 @@ export interface LogStore {
 export interface FrameSink {
   /** Frames of consecutive events; the first may repeat some the sink already has. */
   push(chunk: Chunk): void;
+  /** It dropped what it was pushed (its socket too slow): its owner catches it up from storage. */
+  readonly isBehind: boolean;
   /**
    * The run's log is complete: nothing follows. `unlogged`: frames without ids of the events that
    * could not be stored (the database failed), written before the end, for this connection only.
@@ -172,10 +174,13 @@ export class RunLog {
 
   /**
    * Sends `sink` the events sent after `after` that memory holds (the caller checked {@link covers}),
-   * then every chunk as it is stored, until the log ends or the sink is detached.
+   * then every chunk as it is stored, until the log ends or the sink is detached. A sink that falls
+   * behind on what memory holds is neither ended nor kept: its owner catches it up from storage, then
+   * attaches it again.
    */
   attach(sink: FrameSink, after: number): void {
     for (const chunk of this.recent) if (chunk.last > after) sink.push(chunk);
+    if (sink.isBehind) return;
     if (this.ended) sink.end();
     else this.sinks.add(sink);
   }
