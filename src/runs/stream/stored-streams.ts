@@ -148,7 +148,8 @@ export class StoredStreams {
     const announced: Follower = (chunk) => {
       if (chunk && !writer.finished && !writer.isBehind && chunk.first <= writer.lastSeq + 1) {
         writer.push(chunk);
-        if (chunk.terminal) writer.end();
+        // A stream that fell behind on it lacks frames: storage catches it up, then ends it.
+        if (chunk.terminal && !writer.isBehind) writer.end();
       }
       wake();
     };
