@@ -12,6 +12,7 @@
  */
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
@@ -45,6 +46,8 @@ export const REALISTIC = { deltas: 50, firstMinMs: FIRST_MIN_MS, firstMaxMs: FIR
 /** The concurrencies measured (`BENCH_REALISTIC_CONCURRENCY=100,300`). */
 const CONCURRENCY = envNumbers('BENCH_REALISTIC_CONCURRENCY', [100, 500]);
 const WINDOW_MS = 6000;
+/** Where every window's samples are written as JSON, when set (`BENCH_REALISTIC_SAMPLES=/tmp/samples.json`). */
+const SAMPLES_FILE = process.env.BENCH_REALISTIC_SAMPLES;
 const ROUNDS = 2;
 /** A run that has not ended this long after its request counts as failed (its connection is dropped). */
 const RUN_TIMEOUT_MS = 60_000;
@@ -356,12 +359,14 @@ export async function benchRealistic(
   progress(`realistic: warm-up, one window of ${CONCURRENCY[0]} per subject`);
   for (const subject of subjects) await take(subject, CONCURRENCY[0], 0);
   const collected: Collected = new Map();
+  const windows: Array<{ subject: string; n: number; round: number; samples: RunSample[] }> = [];
   for (let round = 1; round <= ROUNDS; round++) {
     for (const n of CONCURRENCY) {
       for (let k = 0; k < subjects.length; k++) {
         const subject = subjects[(k + round) % subjects.length];
         progress(`realistic: round ${round}/${ROUNDS}, ${n} concurrent, ${subject.name}`);
         const { samples, cpuMs, dbCpuMs } = await take(subject, n, round);
+        windows.push({ subject: subject.name, n, round, samples });
         const key = `${subject.name}@${n}`;
         const into = collected.get(key) ?? { samples: [], rates: [], cpuMs: 0, dbCpuMs: 0 };
         into.samples.push(...samples);
@@ -375,6 +380,7 @@ export async function benchRealistic(
     }
     progress(`realistic: after round ${round}\n${formatRealistic(figuresOf(subjects, collected))}`);
   }
+  if (SAMPLES_FILE) writeFileSync(SAMPLES_FILE, JSON.stringify(windows));
   return figuresOf(subjects, collected);
 }
 
