@@ -16,7 +16,7 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import type { RunAgentInput } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import { MastraAgent } from '@ag-ui/mastra';
@@ -46,7 +46,10 @@ export const REALISTIC = { deltas: 50, firstMinMs: FIRST_MIN_MS, firstMaxMs: FIR
 /** The concurrencies measured (`BENCH_REALISTIC_CONCURRENCY=100,300`). */
 const CONCURRENCY = envNumbers('BENCH_REALISTIC_CONCURRENCY', [100, 500]);
 const WINDOW_MS = 6000;
-/** Where every window's samples are written as JSON, when set (`BENCH_REALISTIC_SAMPLES=/tmp/samples.json`). */
+/**
+ * Where every window's samples are written as JSON, with the bench process's longest event-loop
+ * delay and garbage collection in it, when set (`BENCH_REALISTIC_SAMPLES=/tmp/samples.json`).
+ */
 const SAMPLES_FILE = process.env.BENCH_REALISTIC_SAMPLES;
 const ROUNDS = 2;
 /** A run that has not ended this long after its request counts as failed (its connection is dropped). */
@@ -274,7 +277,7 @@ async function window(
   subject: RealisticSubject,
   n: number,
   seed: number,
-): Promise<{ samples: RunSample[]; cpuMs: number; dbCpuMs: number }> {
+): Promise<{ samples: RunSample[]; cpuMs: number; dbCpuMs: number; stalls: Stalls }> {
   const { url } = subject;
   const cpuMs = subject.cpuMs ?? ownCpuMs;
   const child = fork(__filename, ['--closed-loop', url, String(n), String(WINDOW_MS), String(seed)], {
@@ -296,16 +299,39 @@ async function window(
     if (ready.type !== 'ready') throw new Error(`closed-loop client: ${JSON.stringify(ready)}`);
     const cpu = cpuMs();
     const dbCpu = postgresCpuMs();
+    const watching = watchStalls();
     child.send('go');
     const result = await next();
+    const stalls = watching.stop();
     const used = cpuMs() - cpu;
     const dbUsed = (postgresCpuMs() ?? NaN) - (dbCpu ?? NaN);
     if (result.type !== 'samples') throw new Error(`closed-loop client: ${JSON.stringify(result)}`);
-    return { samples: result.samples, cpuMs: used, dbCpuMs: dbUsed };
+    return { samples: result.samples, cpuMs: used, dbCpuMs: dbUsed, stalls };
   } catch (err) {
     child.kill();
     throw err;
   }
+}
+
+/** This process's longest event-loop delay and longest garbage collection over a window (ms). */
+type Stalls = { loopMaxMs: number; gcMaxMs: number };
+
+/** Watches this process's event loop and garbage collector until `stop`. */
+function watchStalls(): { stop: () => Stalls } {
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  let gcMaxMs = 0;
+  const gc = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcMaxMs = Math.max(gcMaxMs, entry.duration);
+  });
+  loop.enable();
+  gc.observe({ entryTypes: ['gc'] });
+  return {
+    stop: () => {
+      loop.disable();
+      gc.disconnect();
+      return { loopMaxMs: loop.max / 1e6, gcMaxMs };
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -359,14 +385,15 @@ export async function benchRealistic(
   progress(`realistic: warm-up, one window of ${CONCURRENCY[0]} per subject`);
   for (const subject of subjects) await take(subject, CONCURRENCY[0], 0);
   const collected: Collected = new Map();
-  const windows: Array<{ subject: string; n: number; round: number; samples: RunSample[] }> = [];
+  const windows: Array<{ subject: string; n: number; round: number; stalls: Stalls; samples: RunSample[] }> =
+    [];
   for (let round = 1; round <= ROUNDS; round++) {
     for (const n of CONCURRENCY) {
       for (let k = 0; k < subjects.length; k++) {
         const subject = subjects[(k + round) % subjects.length];
         progress(`realistic: round ${round}/${ROUNDS}, ${n} concurrent, ${subject.name}`);
-        const { samples, cpuMs, dbCpuMs } = await take(subject, n, round);
-        windows.push({ subject: subject.name, n, round, samples });
+        const { samples, cpuMs, dbCpuMs, stalls } = await take(subject, n, round);
+        windows.push({ subject: subject.name, n, round, stalls, samples });
         const key = `${subject.name}@${n}`;
         const into = collected.get(key) ?? { samples: [], rates: [], cpuMs: 0, dbCpuMs: 0 };
         into.samples.push(...samples);
