@@ -97,6 +97,8 @@ export async function startRunServer(
   serve: (input: PeerInput, req: http.IncomingMessage, res: http.ServerResponse) => void,
 ): Promise<LocalServer> {
   const server = http.createServer((req, res) => {
+    // The bench client's warm-up of its connection (realistic-bench.ts, `warmed`).
+    if (req.method === 'GET') return void res.writeHead(204).end();
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => serve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as PeerInput, req, res));
@@ -146,7 +148,15 @@ export async function startPersistingAgUi(
 // ---------------------------------------------------------------------------------------------------
 // The client (a child process): N warm connections in a closed loop
 
-type RunSample = { sent: number; firstContent: number; done: number; ok: boolean; why?: string };
+/** One run: sent and done are ms from the window's start, firstContent ms from sent; `client`: its connection's index. */
+type RunSample = {
+  client: number;
+  sent: number;
+  firstContent: number;
+  done: number;
+  ok: boolean;
+  why?: string;
+};
 
 const CONTENT = ['"type":"TEXT_MESSAGE_CONTENT"', '"type":"TEXT_MESSAGE_CHUNK"'];
 const FINISHED = '"type":"RUN_FINISHED"';
@@ -233,9 +243,38 @@ function requestBytes(url: URL, text: string, owner: string): Buffer {
 }
 
 /** Child process: opens `n` connections, says ready, runs the closed loop on 'go', sends the samples. */
+/**
+ * A connection made warm: it carries `GET /health/live` and its whole answer (the service's probe; the
+ * peers answer any GET with 204). A connection the kernel completed may still wait in the server's
+ * accept queue, and a busy Node server takes about one from it per turn of its event loop: without
+ * this, the window's first runs on the connections opened last waited seconds to be accepted, in
+ * every subject alike (bench/HISTORY.md, "The N=300 tails were the bench's").
+ */
+function warmed(url: URL, socket: Socket): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const onData = (chunk: string) => {
+      text += chunk;
+      const head = text.indexOf('\r\n\r\n');
+      if (head < 0) return;
+      const length = /^content-length: *(\d+)/im.exec(text.slice(0, head));
+      const chunked = /^transfer-encoding: *chunked/im.test(text.slice(0, head));
+      const body = text.slice(head + 4);
+      if (chunked ? !body.endsWith('0\r\n\r\n') : body.length < Number(length?.[1] ?? 0)) return;
+      socket.off('data', onData);
+      if (!text.startsWith('HTTP/1.1 2')) reject(new Error(`warming a connection: ${text.slice(0, 12)}`));
+      else resolve(socket);
+    };
+    socket.on('data', onData);
+    socket.write(`GET /health/live HTTP/1.1\r\nhost: ${url.host}\r\nconnection: keep-alive\r\n\r\n`);
+  });
+}
+
 async function closedLoopClient(runUrl: string, n: number, windowMs: number, seed: number): Promise<void> {
   const url = new URL(runUrl);
-  const sockets = await Promise.all(Array.from({ length: n }, () => openSocket(url)));
+  const sockets = await Promise.all(
+    Array.from({ length: n }, () => openSocket(url).then((socket) => warmed(url, socket))),
+  );
   await new Promise<void>((resolve) => {
     process.once('message', () => resolve());
     process.send?.({ type: 'ready' });
@@ -252,7 +291,14 @@ async function closedLoopClient(runUrl: string, n: number, windowMs: number, see
           const request = requestBytes(url, `/bench ${deltas} ${first} ${gapMs}`, `bench-user-${i}`);
           const sent = performance.now();
           const { firstContent, done, ok, why } = await exchange(sockets[i], request);
-          samples.push({ sent: sent - t0, firstContent: firstContent - sent, done: done - t0, ok, why });
+          samples.push({
+            client: i,
+            sent: sent - t0,
+            firstContent: firstContent - sent,
+            done: done - t0,
+            ok,
+            why,
+          });
           if (!ok) sockets[i] = await openSocket(url);
         }
       }),
