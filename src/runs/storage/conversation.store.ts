@@ -15,7 +15,7 @@ import { MESSAGE_ROW_COLUMNS, MessagesRepository } from '../../threads/messages.
 import { tokensOf } from '../../protocol/usage';
 import { frame } from '../events/frames';
 import { runStarted } from '../events/run-lifecycle';
-import { announcement, insertChunks, type Chunk, type LogTail } from './run-events.repository';
+import { announcement, Chunk, EVENT_LOG_WRITES, insertChunks, LogTail } from './run-events.repository';
 import { ACTIVE, unindexed } from './run.entity';
 import { RunEnd, RunsRepository } from './runs.repository';
 
@@ -87,9 +87,8 @@ export type EndRun = {
 @Injectable()
 export class ConversationStore {
   /**
-   * Claims in flight at once: half the pool. A burst of runs is claimed a few at a time, so the
-   * runs claimed first start and store their first words while the rest wait their turn, and the
-   * event log's writes are never queued behind a pool's worth of claims.
+   * Claims in flight at once: the pool less the event log's writes (docs/limits.md#claims). The runs of
+   * a burst claimed first start and store their first words while the rest wait their turn.
    */
   private readonly claiming: Semaphore;
 
@@ -102,7 +101,7 @@ export class ConversationStore {
   ) {
     // Claims wait their turn without a limit (the database's timeouts bound each): nothing is refused here.
     this.claiming = new Semaphore(
-      Math.max(1, Math.floor(config.database.poolSize / 2)),
+      Math.max(1, config.database.poolSize - EVENT_LOG_WRITES),
       () => new DomainError('SERVICE_UNAVAILABLE', 'Too many runs are being claimed; retry'),
     );
   }

@@ -37,6 +37,12 @@ export type Refused = { runId: string; reason: 'superseded' | 'early' };
 export const RUN_EVENTS_CHANNEL = 'io_bridge_run_events';
 
 /**
+ * Writes of the event log in flight at once on an instance (RunLogWriter: each takes what the runs
+ * produced meanwhile, a group commit); the claims leave them their connections (ConversationStore).
+ */
+export const EVENT_LOG_WRITES = 2;
+
+/**
  * One read of a run's log (a page) returns at most this many chunks, and ends with the chunk that
  * reaches READ_PAGE_BYTES: a replay holds one page at a time, whatever the size of the log's
  * chunks, and a 3 MB log of one-frame chunks takes a few dozen reads, not hundreds.

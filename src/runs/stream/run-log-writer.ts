@@ -1,12 +1,15 @@
 import type { Logger } from '@nestjs/common';
-import type { LogTail, Refused, RunEventsRepository, StoredChunk } from '../storage/run-events.repository';
+import {
+  EVENT_LOG_WRITES,
+  type LogTail,
+  type Refused,
+  type RunEventsRepository,
+  type StoredChunk,
+} from '../storage/run-events.repository';
 import type { LogStore, RunLog } from './run-log';
 
 /** What became of a write of a log's chunk: `early`, a terminal chunk of a run whose end is not recorded yet. */
 type Written = 'stored' | 'failed' | Refused['reason'];
-
-/** Writes of run events in flight at once (each takes what the runs produced meanwhile: a group commit). */
-const MAX_WRITES = 2;
 
 /**
  * Stores the logs of the runs on this instance: what the runs produced is written at once, one
@@ -74,7 +77,7 @@ export class RunLogWriter implements LogStore {
   }
 
   private scheduleWrite(): void {
-    if (this.writeScheduled || this.writes >= MAX_WRITES || !this.due.size) return;
+    if (this.writeScheduled || this.writes >= EVENT_LOG_WRITES || !this.due.size) return;
     this.writeScheduled = true;
     // What the runs produce in this event-loop turn goes into the same statement.
     setImmediate(() => {
