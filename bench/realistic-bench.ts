@@ -242,7 +242,6 @@ function requestBytes(url: URL, text: string, owner: string): Buffer {
   );
 }
 
-/** Child process: opens `n` connections, says ready, runs the closed loop on 'go', sends the samples. */
 /**
  * A connection made warm: it carries `GET /health/live` and its whole answer (the service's probe; the
  * peers answer any GET with 204). A connection the kernel completed may still wait in the server's
@@ -270,11 +269,13 @@ function warmed(url: URL, socket: Socket): Promise<Socket> {
   });
 }
 
+/** A new connection to `url`, warm. */
+const openWarm = (url: URL) => openSocket(url).then((socket) => warmed(url, socket));
+
+/** Child process: opens `n` warm connections, says ready, runs the closed loop on 'go', sends the samples. */
 async function closedLoopClient(runUrl: string, n: number, windowMs: number, seed: number): Promise<void> {
   const url = new URL(runUrl);
-  const sockets = await Promise.all(
-    Array.from({ length: n }, () => openSocket(url).then((socket) => warmed(url, socket))),
-  );
+  const sockets = await Promise.all(Array.from({ length: n }, () => openWarm(url)));
   await new Promise<void>((resolve) => {
     process.once('message', () => resolve());
     process.send?.({ type: 'ready' });
@@ -299,7 +300,7 @@ async function closedLoopClient(runUrl: string, n: number, windowMs: number, see
             ok,
             why,
           });
-          if (!ok) sockets[i] = await openSocket(url);
+          if (!ok) sockets[i] = await openWarm(url);
         }
       }),
     );
